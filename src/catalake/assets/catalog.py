@@ -1,0 +1,85 @@
+"""The message catalog itself, materialized as the Delta table `catalog/messages`."""
+
+from __future__ import annotations
+
+from dagster import (
+    AssetExecutionContext,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+    asset,
+)
+
+from catalake.platform.catalog import CatalogError
+from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
+from catalake.platform.report import catalog_rows, markdown_table
+from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
+
+PREVIEW_ROWS = 25
+
+
+def column_schema() -> TableSchema:
+    return TableSchema(
+        columns=[
+            TableColumn(name=f.name, type=f.dataType.simpleString(), description=f.metadata.get("comment"))
+            for f in SCHEMA.fields
+        ]
+    )
+
+
+def _problems_markdown(problems) -> str:
+    rows = [[p.file, p.pointer or "(document)", p.rule, p.message] for p in problems]
+    return markdown_table(["file", "pointer", "rule", "problem"], rows)
+
+
+@asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"})
+def message_catalog(
+    context: AssetExecutionContext,
+    catalog_source: CatalogSource,
+    spark: SparkSessionResource,
+    warehouse: Warehouse,
+) -> MaterializeResult:
+    """The xRegistry message catalog as a table: one row per (group, message) definition.
+
+    Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
+    validates structure and the spec's rules, resolves basemessage chains and xref aliases,
+    fills in implied attributes, and writes `catalog/messages`. An invalid catalog fails with
+    every problem (file, JSON pointer, rule) and leaves existing tables untouched.
+    """
+    try:
+        catalog = catalog_source.load()
+    except CatalogError as exc:
+        context.log.error(str(exc))
+        raise Failure(
+            description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
+            metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
+        ) from None
+    for warning in catalog.warnings:
+        context.log.warning(str(warning))
+    store = warehouse.store(spark.session)
+    result = write_catalog_table(store, catalog)
+    headers, rows = catalog_rows(catalog)
+    files = [
+        [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
+        for f in catalog.files
+    ]
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": len(catalog),
+            "dagster/column_schema": column_schema(),
+            "dagster/table_name": CATALOG_TABLE.replace("/", "."),
+            "path": MetadataValue.path(store.path(CATALOG_TABLE)),
+            "delta_version": result["version"],
+            "committed": result["committed"],
+            "added": len(result["added"]),
+            "changed": len(result["changed"]),
+            "removed": len(result["removed"]),
+            "storage_backend": store.backend,
+            "groups": len({m.group_id for m in catalog}),
+            "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
+            "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
+            "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
+        }
+    )

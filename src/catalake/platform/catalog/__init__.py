@@ -1,0 +1,159 @@
+"""The message catalog: read xRegistry documents of every shape, validate, resolve, normalize."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Iterable
+
+from .documents import Document, read_documents
+from .model import Catalog, FileReport, MessageDefinition, slug
+from .normalize import NormalizedDocument, Origin, normalize_document
+from .problems import CatalogError, Problem, pointer
+from .resolve import apply_group_defaults, fill_implied, infer_schema_format, resolve_messages
+from .rules import MESSAGE_RULES, RESOLVED_RULES, rule_group_consistency
+from .structure import validate_structure
+
+__all__ = ["Catalog", "CatalogError", "MessageDefinition", "Problem", "load_catalog", "read_catalog", "slug"]
+
+
+def _merge_schemagroups(docs: list[tuple[Document, NormalizedDocument]], notes_by_file: dict) -> tuple[dict, dict]:
+    registry: dict[str, dict] = {}
+    sources: dict[str, str] = {}
+    for doc, nd in docs:
+        for gid, group in nd.schemagroups.items():
+            if not isinstance(group, dict):
+                continue
+            target = registry.setdefault(gid, {k: v for k, v in group.items() if k != "schemas"})
+            target.setdefault("schemas", {}).update(copy.deepcopy(group.get("schemas") or {}))
+            sources.setdefault(gid, nd.file)
+        for (gid, sid), content in doc.split_schemas.items():
+            registry.setdefault(gid, {"schemas": {}}).setdefault("schemas", {})[sid] = content
+            notes_by_file[nd.file]["split-file schema read from schemagroups/ folder"] += 1
+    return registry, sources
+
+
+def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
+    """Read and resolve a catalog from files/directories; returns it with every problem found."""
+    docs, problems = read_documents(paths)
+    normalized = [(d, normalize_document(d.data, str(d.path))) for d in docs]
+    notes_by_file = {nd.file: nd.notes for _, nd in normalized}
+
+    groups: dict[str, dict] = {}
+    group_origins: dict[str, Origin] = {}
+    origins: dict[tuple[str, str], Origin] = {}
+    broken: set[tuple[str, str]] = set()
+    for _, nd in normalized:
+        found, bad = validate_structure(nd)
+        problems += found
+        broken |= bad
+        for gid, group in nd.messagegroups.items():
+            if not isinstance(group, dict):
+                continue
+            if gid not in groups:
+                groups[gid] = {k: v for k, v in group.items() if k != "messages"} | {"messages": {}}
+                group_origins[gid] = nd.group_origins[gid]
+            else:
+                for attr in ("envelope", "protocol"):
+                    if group.get(attr) and groups[gid].get(attr) and group[attr] != groups[gid][attr]:
+                        problems.append(
+                            Problem(nd.file, nd.group_origins[gid].translate([attr]), "group-conflict",
+                                    f"group {gid!r} declares {attr} {group[attr]!r} here but "
+                                    f"{groups[gid][attr]!r} in {group_origins[gid].file}")
+                        )
+                    elif group.get(attr):
+                        groups[gid].setdefault(attr, group[attr])
+            for mid, msg in (group.get("messages") or {}).items():
+                origin = nd.message_origins[(gid, mid)]
+                if mid in groups[gid]["messages"]:
+                    if groups[gid]["messages"][mid] != msg:
+                        problems.append(
+                            Problem(nd.file, origin.pointer, "duplicate-message",
+                                    f"message {gid}/{mid} is also defined, differently, in {origins[(gid, mid)].file}")
+                        )
+                    continue
+                groups[gid]["messages"][mid] = msg
+                origins[(gid, mid)] = origin
+
+    for (gid, mid), origin in origins.items():
+        msg = groups[gid]["messages"][mid]
+        if (gid, mid) in broken or not isinstance(msg, dict):
+            continue
+        for rule in MESSAGE_RULES:
+            found = rule(msg, origin)
+            if found:
+                broken.add((gid, mid))
+                problems += found
+
+    registry, sources = _merge_schemagroups(normalized, notes_by_file)
+    resolved, found = resolve_messages(groups, origins, broken)
+    problems += found
+    messages: list[MessageDefinition] = []
+    for key, msg in sorted(resolved.items()):
+        gid, _ = key
+        msg = infer_schema_format(apply_group_defaults(msg, groups[gid]), registry)
+        if msg.pop("_schemaformat_inferred", False):
+            notes_by_file[origins[key].file]["dataschemaformat taken from the referenced schema's format"] += 1
+        found = rule_group_consistency(msg, groups[gid], origins[key])
+        for rule in RESOLVED_RULES:
+            found += rule(msg, origins[key], registry)
+        problems += found
+        if any(p.severity == "error" for p in found):
+            continue
+        msg = fill_implied(msg)
+        chain = tuple(msg.pop("_chain", []))
+        msg.pop("_own", None)
+        inferred = msg.pop("_datacontenttype_inferred", False)
+        messages.append(
+            MessageDefinition(
+                group_id=gid,
+                message_id=key[1],
+                definition=msg,
+                base_chain=chain,
+                source_file=origins[key].file,
+                source_pointer=origins[key].pointer,
+                datacontenttype_inferred=inferred,
+            )
+        )
+
+    reports = [
+        FileReport(
+            path=nd.file,
+            shape=nd.shape,
+            groups=len(nd.messagegroups),
+            messages=sum(len((g or {}).get("messages") or {}) for g in nd.messagegroups.values() if isinstance(g, dict)),
+            schemas=sum(len((g or {}).get("schemas") or {}) for g in nd.schemagroups.values() if isinstance(g, dict)),
+            notes=dict(sorted(nd.notes.items())),
+        )
+        for _, nd in normalized
+    ]
+    _check_table_names(messages, origins, problems)
+    catalog = Catalog(
+        messages=messages,
+        groups={gid: {k: v for k, v in g.items() if k != "messages"} for gid, g in groups.items()},
+        schemagroups=registry,
+        files=reports,
+        schema_sources=sources,
+    )
+    return catalog, problems
+
+
+def _check_table_names(messages: list[MessageDefinition], origins, problems: list[Problem]) -> None:
+    seen: dict[str, MessageDefinition] = {}
+    for m in messages:
+        other = seen.setdefault(m.table_name, m)
+        if other is not m:
+            problems.append(
+                Problem(m.source_file, m.source_pointer, "table-name-collision",
+                        f"{m.xid} and {other.xid} would both feed table {m.table_name!r}; rename one")
+            )
+
+
+def load_catalog(paths: Iterable[str | Path]) -> Catalog:
+    """The resolved catalog, or CatalogError listing every problem (file, JSON pointer, rule)."""
+    catalog, problems = read_catalog(paths)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise CatalogError(errors)
+    catalog.warnings = [p for p in problems if p.severity != "error"]
+    return catalog

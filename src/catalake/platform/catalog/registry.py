@@ -1,0 +1,54 @@
+"""Looking up schemas in the catalog's own schema registry (schemagroups), never elsewhere."""
+
+from __future__ import annotations
+
+from .problems import split_pointer
+
+
+def registry_reference(ref: str) -> tuple[str, str, str | None] | None:
+    """'#/schemagroups/g/schemas/s[/versions/v][:Type|#/pointer]' or its xid form -> (g, s, v).
+
+    None for anything that does not point into a schema registry (external URLs, malformed).
+    """
+    if not isinstance(ref, str) or "://" in ref:
+        return None
+    text = ref.strip()
+    text = text[1:] if text.startswith("#") else text
+    text = text.split("#", 1)[0]  # a second '#' addresses inside the schema document
+    text = text.split(":", 1)[0]  # ':TypeName' / ':definitions/X' name a type inside the schema
+    tokens = split_pointer(text)
+    if len(tokens) >= 4 and tokens[0] in ("schemagroups", "schemaGroups") and tokens[2] == "schemas":
+        version = tokens[5] if len(tokens) >= 6 and tokens[4] == "versions" else None
+        if len(tokens) in (4, 6):
+            return tokens[1], tokens[3], version
+    return None
+
+
+def find_schema(registry: dict, ref: str) -> tuple[dict, dict | None] | None:
+    """The schema object and the addressed (or default/highest) version, or None."""
+    parts = registry_reference(ref)
+    if parts is None:
+        return None
+    gid, sid, vid = parts
+    schema = ((registry.get(gid) or {}).get("schemas") or {}).get(sid)
+    if not isinstance(schema, dict):
+        return None
+    versions = schema.get("versions") or {}
+    if vid is None:
+        vid = schema.get("defaultversionid") or (max(versions, key=_version_order) if versions else None)
+    version = versions.get(vid) if vid is not None else None
+    if vid is not None and parts[2] is not None and version is None:
+        return None
+    return schema, version
+
+
+def _version_order(v: str):
+    return tuple((0, int(x)) if x.isdigit() else (1, x) for x in str(v).replace("-", ".").split("."))
+
+
+def schema_format(registry: dict, ref: str) -> str | None:
+    found = find_schema(registry, ref)
+    if found is None:
+        return None
+    schema, version = found
+    return (version or {}).get("format") or schema.get("format")

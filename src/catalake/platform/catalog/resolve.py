@@ -1,0 +1,234 @@
+"""Resolving definitions: basemessage chains, xref aliases, group inheritance, implied attributes."""
+
+from __future__ import annotations
+
+import copy
+
+from .normalize import Origin, protocol_family
+from .problems import Problem, split_pointer
+from .registry import schema_format
+from .rules import SCHEMA_SLOTS
+
+Key = tuple[str, str]
+
+# CloudEvents/1.0 base attributes and their types (spec: "Metadata Envelopes / CloudEvents/1.0").
+CE_ATTRIBUTE_TYPES = {
+    "specversion": "string",
+    "id": "string",
+    "type": "string",
+    "source": "uritemplate",
+    "subject": "string",
+    "time": "timestamp",
+    "dataschema": "uritemplate",
+    "datacontenttype": "string",
+}
+CE_IMPLIED_REQUIRED = ("specversion", "id", "type", "source")
+
+# Protocol option types from the spec's protocol tables; options not listed are strings.
+OPTION_TYPES = {
+    "KAFKA": {"topic": "string", "partition": "integer", "key": "string", "key_base64": "binary"},
+    "MQTT": {
+        "qos": "integer",
+        "retain": "boolean",
+        "topic_name": "string",
+        "payload_format": "integer",
+        "message_expiry_interval": "integer",
+        "response_topic": "uritemplate",
+        "correlation_data": "binary",
+        "content_type": "symbol",
+    },
+    "HTTP": {"path": "uritemplate", "method": "string", "status": "string"},
+    "NATS": {"subject": "uritemplate", "reply_to": "uritemplate"},
+}
+AMQP_PROPERTY_TYPES = {
+    "message-id": "string",
+    "user-id": "binary",
+    "to": "uritemplate",
+    "subject": "string",
+    "reply-to": "uritemplate",
+    "correlation-id": "string",
+    "content-type": "symbol",
+    "content-encoding": "symbol",
+    "absolute-expiry-time": "timestamp",
+    "group-id": "string",
+    "group-sequence": "integer",
+    "reply-to-group-id": "uritemplate",
+}
+AMQP_HEADER_TYPES = {"durable": "boolean", "priority": "integer", "ttl": "integer", "first-acquirer": "boolean", "delivery-count": "integer"}
+
+# Schema format families -> the content type a payload has when the definition does not say.
+FORMAT_CONTENT_TYPES = {
+    "jsonschema": "application/json",
+    "jsonstructure": "application/json",
+    "avro": "avro/binary",
+    "protobuf": "application/protobuf",
+    "proto": "application/protobuf",
+    "xsd": "application/xml",
+    "xmlschema": "application/xml",
+}
+
+NOT_INHERITED = {"messageid", "basemessage", "xref", "original_messageid", "meta", "_own", "_chain"}
+
+
+def message_key(ref: str) -> Key | None:
+    """'/messagegroups/g/messages/m' or '#/messagegroups/g/messages/m' (also in 2023 names) -> (g, m)."""
+    if not isinstance(ref, str) or "://" in ref:
+        return None
+    tokens = split_pointer(ref.strip().lstrip("#"))
+    if len(tokens) == 4 and tokens[0] in ("messagegroups", "definitionGroups") and tokens[2] in ("messages", "definitions"):
+        return tokens[1], tokens[3]
+    return None
+
+
+def xid(key: Key) -> str:
+    return f"/messagegroups/{key[0]}/messages/{key[1]}"
+
+
+def merge_definitions(base: dict, derived: dict) -> dict:
+    """The derived definition shadows its base: field by field, attribute by attribute."""
+    out = {k: copy.deepcopy(v) for k, v in base.items() if k not in NOT_INHERITED}
+    if any(k in derived for k in SCHEMA_SLOTS):  # one schema reference slot: derived replaces the base's
+        for k in SCHEMA_SLOTS:
+            out.pop(k, None)
+    protocol_changed = "protocol" in derived and derived.get("protocol") != base.get("protocol")
+    for key, value in derived.items():
+        if key == "envelopemetadata" and isinstance(out.get(key), dict) and isinstance(value, dict):
+            merged = dict(out[key])
+            for name, decl in value.items():
+                base_decl = merged.get(name)
+                merged[name] = {**base_decl, **decl} if isinstance(base_decl, dict) and isinstance(decl, dict) else decl
+            out[key] = merged
+        elif key == "protocoloptions" and isinstance(out.get(key), dict) and isinstance(value, dict) and not protocol_changed:
+            merged = dict(out[key])
+            for name, opt in value.items():
+                base_opt = merged.get(name)
+                if isinstance(base_opt, dict) and isinstance(opt, dict) and "value" not in opt and "value" not in base_opt:
+                    merged[name] = {**base_opt, **opt}  # a map section: entries shadow entries
+                else:
+                    merged[name] = opt
+            out[key] = merged
+        else:
+            out[key] = copy.deepcopy(value)
+    if protocol_changed and "protocoloptions" not in derived:
+        out.pop("protocoloptions", None)
+    return out
+
+
+def resolve_messages(
+    groups: dict[str, dict], origins: dict[Key, Origin], skip: set[Key]
+) -> tuple[dict[Key, dict], list[Problem]]:
+    """Resolve basemessage chains (transitively, cycles detected) and xref aliases."""
+    index = {
+        (gid, mid): msg
+        for gid, group in groups.items()
+        for mid, msg in (group.get("messages") or {}).items()
+        if (gid, mid) not in skip and isinstance(msg, dict)
+    }
+    resolved: dict[Key, dict] = {}
+    failed: set[Key] = set()
+    problems: list[Problem] = []
+
+    def fail(key: Key, field: str, rule: str, text: str) -> None:
+        failed.add(key)
+        problems.append(Problem(origins[key].file, origins[key].translate([field]), rule, text))
+
+    def resolve(key: Key, stack: tuple[Key, ...]) -> dict | None:
+        if key in resolved:
+            return resolved[key]
+        if key in failed:
+            return None
+        msg = index[key]
+        if key in stack:
+            cycle = " -> ".join(xid(k) for k in stack[stack.index(key):] + (key,))
+            fail(key, "basemessage", "basemessage-cycle", f"basemessage cycle: {cycle}")
+            return None
+        for field, rule in (("xref", "xref-dangling"), ("basemessage", "basemessage-dangling")):
+            if field not in msg:
+                continue
+            target = message_key(msg[field])
+            if target is None or target not in index:
+                why = "absolute URLs are never fetched" if "://" in str(msg[field]) else "no such message in the catalog"
+                fail(key, field, rule, f"{field} {msg[field]!r} does not resolve: {why}")
+                return None
+            base = resolve(target, stack + (key,))
+            if base is None:
+                if key not in failed:
+                    fail(key, field, rule, f"{field} {msg[field]!r} refers to a definition that does not resolve")
+                return None
+            if field == "xref":
+                out = {k: copy.deepcopy(v) for k, v in base.items() if k not in ("_own",)}
+                out["messageid"] = msg["messageid"]
+                out["xref"] = xid(target)
+                out["_chain"] = list(base.get("_chain", []))
+            else:
+                out = merge_definitions(base, msg)
+                out["basemessage"] = xid(target)
+                out["_chain"] = [xid(target), *base.get("_chain", [])]
+            out["_own"] = sorted(msg)
+            resolved[key] = out
+            return out
+        resolved[key] = {**copy.deepcopy(msg), "_own": sorted(msg), "_chain": []}
+        return resolved[key]
+
+    for key in index:
+        resolve(key, ())
+    return resolved, problems
+
+
+def apply_group_defaults(msg: dict, group: dict) -> dict:
+    """A message without envelope/protocol takes its group's (the group's apply to all its messages)."""
+    for attr in ("envelope", "protocol"):
+        if attr not in msg and group.get(attr):
+            msg[attr] = group[attr]
+    return msg
+
+
+def infer_schema_format(msg: dict, registry: dict) -> dict:
+    """No dataschemaformat, but the reference points into the registry: take the schema's own format."""
+    if msg.get("dataschemaformat"):
+        return msg
+    for slot in ("dataschemauri", "dataschemaxid"):
+        if slot in msg:
+            fmt = schema_format(registry, msg[slot])
+            if fmt:
+                msg["dataschemaformat"] = fmt
+                msg["_schemaformat_inferred"] = True
+    return msg
+
+
+def fill_implied(msg: dict) -> dict:
+    """Fill in what the spec implies: attribute types, required flags, option types, datacontenttype."""
+    if msg.get("envelope") == "CloudEvents/1.0":
+        meta = {name: dict(decl) if isinstance(decl, dict) else {"value": decl} for name, decl in (msg.get("envelopemetadata") or {}).items()}
+        for name in CE_IMPLIED_REQUIRED:
+            if name not in meta:
+                meta[name] = {"implied": True}
+        for name, decl in meta.items():
+            decl.setdefault("type", CE_ATTRIBUTE_TYPES.get(name, "string"))
+            decl.setdefault("required", name in CE_IMPLIED_REQUIRED)
+            if name == "specversion":
+                decl.setdefault("value", "1.0")
+        msg["envelopemetadata"] = dict(sorted(meta.items()))
+    family = protocol_family(msg.get("protocol"))
+    opts = msg.get("protocoloptions")
+    if isinstance(opts, dict):
+        types = OPTION_TYPES.get(family, {})
+        for name, opt in opts.items():
+            if isinstance(opt, dict) and ("value" in opt or "type" in opt or "required" in opt or "description" in opt):
+                opt.setdefault("type", types.get(name, "string"))
+                opt.setdefault("required", False)
+        if family == "AMQP":
+            for section, table in (("properties", AMQP_PROPERTY_TYPES), ("header", AMQP_HEADER_TYPES)):
+                for name, decl in (opts.get(section) or {}).items():
+                    if isinstance(decl, dict):
+                        decl.setdefault("type", table.get(name, "string"))
+    declared = msg.get("datacontenttype") or ((msg.get("envelopemetadata") or {}).get("datacontenttype") or {}).get("value")
+    if declared:
+        msg["datacontenttype"] = declared
+        msg["_datacontenttype_inferred"] = False
+    elif msg.get("dataschemaformat"):
+        family = msg["dataschemaformat"].split("/")[0].lower().replace("-", "").replace(" ", "")
+        if family in FORMAT_CONTENT_TYPES:
+            msg["datacontenttype"] = FORMAT_CONTENT_TYPES[family]
+            msg["_datacontenttype_inferred"] = True
+    return msg

@@ -1,0 +1,169 @@
+"""The message spec's rules, one named function each.
+
+Each rule takes a canonical message (as normalized, before inheritance, unless it says
+resolved), its group and its Origin, and returns the problems it finds. Section names refer to
+xRegistry Message Definitions 1.0-rc2 (../shared/specs/xregistry-message-spec-1.0-rc2.txt).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .normalize import Origin
+from .problems import Problem
+from .registry import registry_reference
+
+NAME_VERSION = re.compile(r"^[A-Za-z][A-Za-z0-9.+_-]*/[A-Za-z0-9][A-Za-z0-9.+_-]*$")
+# "KAFKA" and "NATS" name no version in the spec; the spec's own HTTP example says "HTTP".
+UNVERSIONED_PROTOCOLS = {"KAFKA", "NATS", "HTTP"}
+CE_ALWAYS_REQUIRED = ("id", "source", "type")
+SCHEMA_SLOTS = ("dataschema", "dataschemauri", "dataschemaxid")
+
+
+def _problem(origin: Origin, tokens: list, rule: str, message: str, severity: str = "error") -> Problem:
+    return Problem(origin.file, origin.translate(tokens), rule, message, severity)
+
+
+def rule_envelope_format(msg: dict, origin: Origin) -> list[Problem]:
+    """'envelope': MUST follow {NAME}/{VERSION}, e.g. CloudEvents/1.0."""
+    env = msg.get("envelope")
+    if env is not None and not NAME_VERSION.match(env):
+        return [_problem(origin, ["envelope"], "envelope-format", f"envelope {env!r} is not of the form NAME/VERSION")]
+    return []
+
+
+def rule_protocol_format(msg: dict, origin: Origin) -> list[Problem]:
+    """'protocol': {NAME}/{VERSION}; KAFKA, NATS (and HTTP, as in the spec's example) may omit the version."""
+    proto = msg.get("protocol")
+    if proto is not None and not (NAME_VERSION.match(proto) or proto in UNVERSIONED_PROTOCOLS):
+        return [
+            _problem(
+                origin,
+                ["protocol"],
+                "protocol-format",
+                f"protocol {proto!r} is not of the form NAME/VERSION (only KAFKA, NATS and HTTP may omit the version)",
+            )
+        ]
+    return []
+
+
+def rule_dataschema_exclusive(msg: dict, origin: Origin) -> list[Problem]:
+    """'dataschema', 'dataschemauri' (and 'dataschemaxid'): mutually exclusive."""
+    present = [k for k in SCHEMA_SLOTS if k in msg]
+    if len(present) > 1:
+        return [
+            _problem(origin, [present[1]], "dataschema-exclusive", f"{' and '.join(present)} are mutually exclusive")
+        ]
+    return []
+
+
+def rule_schemaformat_required(msg: dict, origin: Origin, registry: dict) -> list[Problem]:
+    """'dataschema*': if present, 'dataschemaformat' MUST be present (checked on the resolved message).
+
+    A reference into the catalog's schema registry may leave it out: the referenced schema's
+    own `format` says it (and resolve.infer_schema_format fills it in). A registry reference
+    that does not resolve is only a warning here; deriving the schema reports it as an error.
+    """
+    present = [k for k in SCHEMA_SLOTS if k in msg]
+    if not present or msg.get("dataschemaformat"):
+        return []
+    slot = present[0]
+    tokens = [slot] if slot in msg.get("_own", msg) else []
+    if slot != "dataschema" and registry_reference(msg[slot]) is not None:
+        text = (f"{slot} {msg[slot]!r} is not in the catalog's schema registry, so its format is unknown "
+                "and dataschemaformat is missing")
+        return [_problem(origin, tokens, "dataschemaformat-required", text, severity="warning")]
+    where = "inline" if slot == "dataschema" else f"{msg[slot]!r}, which does not point into a schema registry,"
+    return [_problem(origin, tokens, "dataschemaformat-required", f"{slot} is given ({where}) but dataschemaformat is missing")]
+
+
+def rule_cloudevents_required_attributes(msg: dict, origin: Origin) -> list[Problem]:
+    """CloudEvents/1.0: type, id and source are implicitly required and MUST NOT be declared required: false."""
+    meta = msg.get("envelopemetadata") or {}
+    return [
+        _problem(
+            origin,
+            ["envelopemetadata", name, "required"],
+            "cloudevents-required-attribute",
+            f"CloudEvents attribute '{name}' is always required and must not be declared required: false",
+        )
+        for name in CE_ALWAYS_REQUIRED
+        if isinstance(meta.get(name), dict) and meta[name].get("required") is False
+    ]
+
+
+def rule_specversion(msg: dict, origin: Origin) -> list[Problem]:
+    """CloudEvents: the envelope is CloudEvents/1.0 and a declared specversion is the string '1.0'."""
+    problems = []
+    env = msg.get("envelope")
+    if isinstance(env, str) and env.lower().startswith("cloudevents/") and env != "CloudEvents/1.0":
+        problems.append(_problem(origin, ["envelope"], "specversion", f"envelope {env!r}: only CloudEvents/1.0 is defined"))
+    decl = (msg.get("envelopemetadata") or {}).get("specversion")
+    if isinstance(decl, dict):
+        if "value" in decl and decl["value"] != "1.0":
+            problems.append(
+                _problem(
+                    origin,
+                    ["envelopemetadata", "specversion", "value"],
+                    "specversion",
+                    f"specversion must be '1.0', not {decl['value']!r}",
+                )
+            )
+        if decl.get("type") not in (None, "string"):
+            problems.append(
+                _problem(
+                    origin,
+                    ["envelopemetadata", "specversion", "type"],
+                    "specversion",
+                    f"specversion must be declared with type string, not {decl['type']!r}",
+                )
+            )
+    return problems
+
+
+def rule_kafka_key_exclusive(msg: dict, origin: Origin) -> list[Problem]:
+    """KAFKA: 'key' and 'key_base64' are mutually exclusive."""
+    opts = msg.get("protocoloptions") or {}
+    if (msg.get("protocol") or "").startswith("KAFKA") and "key" in opts and "key_base64" in opts:
+        return [_problem(origin, ["protocoloptions", "key_base64"], "kafka-key-exclusive", "key and key_base64 are mutually exclusive")]
+    return []
+
+
+def rule_http_status_method_exclusive(msg: dict, origin: Origin) -> list[Problem]:
+    """HTTP: 'status' and 'method' are mutually exclusive."""
+    opts = msg.get("protocoloptions") or {}
+    if (msg.get("protocol") or "").startswith("HTTP") and "status" in opts and "method" in opts:
+        return [_problem(origin, ["protocoloptions", "status"], "http-status-method-exclusive", "status and method are mutually exclusive")]
+    return []
+
+
+def rule_group_consistency(msg: dict, group: dict, origin: Origin) -> list[Problem]:
+    """Message 'envelope'/'protocol' MUST be the same as the group's (checked on the resolved message)."""
+    problems = []
+    for attr in ("envelope", "protocol"):
+        want = group.get(attr)
+        have = msg.get(attr)
+        if want is not None and have is not None and have != want:
+            problems.append(
+                _problem(
+                    origin,
+                    [attr] if attr in msg.get("_own", {}) else [],
+                    f"group-{attr}-mismatch",
+                    f"message {attr} {have!r} differs from its group's {attr} {want!r}",
+                )
+            )
+    return problems
+
+
+# Rules on the message as written; rules on the resolved message (after basemessage and group inheritance).
+MESSAGE_RULES: list[Callable[[dict, Origin], list[Problem]]] = [
+    rule_envelope_format,
+    rule_protocol_format,
+    rule_dataschema_exclusive,
+    rule_cloudevents_required_attributes,
+    rule_specversion,
+    rule_kafka_key_exclusive,
+    rule_http_status_method_exclusive,
+]
+RESOLVED_RULES: list[Callable[[dict, Origin, dict], list[Problem]]] = [rule_schemaformat_required]

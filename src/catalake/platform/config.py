@@ -1,0 +1,44 @@
+"""Settings: one place, read from environment variables with documented defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, with the bundled demo as the default.
+
+    CATALAKE_CATALOG    catalog/registry files or directories, separated by ':' (os.pathsep)
+    CATALAKE_LANDING    landing root with daily partition folders
+    CATALAKE_WAREHOUSE  where Delta tables are written
+    CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
+    CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
+    """
+
+    catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
+    landing: Path = DEMO_DIR / "landing"
+    warehouse: Path = Path("warehouse")
+    spark_master: str = "local[*]"
+    delta_backend: str = "auto"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        default = cls()
+        return cls(
+            catalog=_paths(env["CATALAKE_CATALOG"]) if env.get("CATALAKE_CATALOG") else default.catalog,
+            landing=Path(env.get("CATALAKE_LANDING") or default.landing).expanduser(),
+            warehouse=Path(env.get("CATALAKE_WAREHOUSE") or default.warehouse).expanduser().absolute(),
+            spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
+            delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
+        )

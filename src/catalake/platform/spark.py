@@ -1,0 +1,62 @@
+"""Building the Spark session: local mode by default, a cluster or Spark Connect by configuration."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def delta_jars_on_classpath(extra_jars: str = "") -> bool:
+    """True when delta-spark's JVM jars are where a local session would load them.
+
+    Maven is not always reachable, so we never ask for the jars by coordinates; we only
+    switch the Delta extension on when the jars are already present, otherwise the session
+    would fail to start.
+    """
+    import pyspark
+
+    candidates = [os.path.join(os.path.dirname(pyspark.__file__), "jars")]
+    if os.environ.get("SPARK_HOME"):
+        candidates.append(os.path.join(os.environ["SPARK_HOME"], "jars"))
+    jars = [j for d in candidates for j in glob.glob(os.path.join(d, "delta-spark*.jar"))]
+    jars += [j for j in extra_jars.split(",") if "delta-spark" in os.path.basename(j)]
+    return bool(jars)
+
+
+def build_session(master: str = "local[*]", app_name: str = "catalake", conf: dict | None = None) -> SparkSession:
+    """Start (or reuse) a Spark session.
+
+    `master` is a Spark master URL, or a `sc://` URL for Spark Connect.
+    """
+    # Executors must run the same interpreter (and so see catalake's dependencies).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    conf = dict(conf or {})
+    if master.startswith("sc://"):
+        builder = SparkSession.builder.remote(master)
+    else:
+        builder = SparkSession.builder.master(master)
+        conf.setdefault("spark.sql.session.timeZone", "UTC")
+        conf.setdefault("spark.sql.shuffle.partitions", "4")
+        conf.setdefault("spark.ui.showConsoleProgress", "false")
+        conf.setdefault("spark.driver.memory", "2g")
+        conf.setdefault("spark.sql.execution.arrow.pyspark.enabled", "true")
+        if delta_jars_on_classpath(conf.get("spark.jars", "")):
+            conf.setdefault("spark.sql.extensions", DELTA_EXTENSION)
+            conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    builder = builder.appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if not master.startswith("sc://"):
+        session.sparkContext.setLogLevel("WARN")
+    return session

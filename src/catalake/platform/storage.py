@@ -1,0 +1,374 @@
+"""Delta tables for the warehouse.
+
+Two interchangeable backends write standard Delta tables:
+
+* ``delta-spark``: Spark's own Delta connector, used when its JVM classes can be loaded.
+* ``delta-rs``: when they cannot (delta-spark's jars are not on the classpath and Maven may be
+  unreachable), Spark executors write the Parquet data files through a Python data source and
+  the driver commits them in one Delta transaction with ``deltalake``. Event data never passes
+  through the driver; only the list of written files does.
+
+Either way every write is one Delta commit, and both kinds of table open with any Delta reader.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+from urllib.parse import quote, urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+from deltalake.schema import Schema as DeltaSchema
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("delta-spark", "delta-rs")
+DATA_SOURCE_NAME = "catalake_delta"
+_announced: set[str] = set()
+
+
+class StorageError(RuntimeError):
+    """A table operation that cannot be carried out as asked."""
+
+
+# --------------------------------------------------------------------------- backend choice
+
+
+def native_delta_available(spark: SparkSession) -> bool:
+    """True when Spark can load its Delta data source (delta-spark jars present)."""
+    probe = f"/nonexistent/catalake-delta-probe-{uuid.uuid4().hex}"
+    try:
+        spark.read.format("delta").load(probe).schema  # noqa: B018 - forces analysis
+    except Exception as exc:  # noqa: BLE001 - Spark raises several exception families here
+        text = str(exc)
+        return not ("DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text)
+    return True
+
+
+def choose_backend(spark: SparkSession, requested: str = "auto") -> str:
+    """Resolve 'auto' to a concrete backend; an explicit choice is honoured (and checked)."""
+    if requested not in ("auto", *BACKENDS):
+        raise StorageError(f"unknown Delta backend {requested!r}; use one of auto, {', '.join(BACKENDS)}")
+    native = native_delta_available(spark) if requested in ("auto", "delta-spark") else False
+    if requested == "delta-spark" and not native:
+        raise StorageError(
+            "CATALAKE_DELTA_BACKEND=delta-spark but Spark cannot load the Delta data source: "
+            "put delta-spark's jars on the classpath (spark.jars) or use 'auto'"
+        )
+    backend = "delta-spark" if native else "delta-rs"
+    if backend not in _announced:
+        _announced.add(backend)
+        reason = "Delta JVM classes found" if native else "Delta JVM classes not loadable; Spark writes Parquet, delta-rs commits"
+        log.info("catalake storage backend: %s (%s)", backend, reason)
+    return backend
+
+
+# --------------------------------------------------------------------------- delta-rs writer
+
+
+@dataclass
+class _WrittenFile:
+    path: str  # relative to the table root, as Delta's add action wants it
+    size: int
+    partition_values: dict[str, str | None]
+    num_records: int
+
+
+@dataclass
+class _WrittenFiles(WriterCommitMessage):
+    files: list[_WrittenFile]
+
+
+def _partition_value(value) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _write_task_files(root: str, batches: Iterator[pa.RecordBatch], partition_by: Sequence[str]) -> list[_WrittenFile]:
+    """Executor side: stream batches into one Parquet file per partition value of this task."""
+    import pyarrow.compute as pc
+    from pyarrow import fs as pafs
+
+    filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    writers: dict[tuple, tuple[pq.ParquetWriter, str, dict[str, str | None]]] = {}
+    counts: dict[tuple, int] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch])
+        if partition_by:
+            keys = table.select(list(partition_by)).group_by(list(partition_by)).aggregate([]).to_pylist()
+        else:
+            keys = [{}]
+        for key in keys:
+            part = table
+            for col, val in key.items():
+                mask = pc.is_null(part[col]) if val is None else pc.equal(part[col], val)
+                part = part.filter(mask)
+            part = part.drop_columns(list(partition_by))
+            ident = tuple(_partition_value(key[c]) for c in partition_by)
+            if ident not in writers:
+                values = dict(zip(partition_by, ident))
+                subdir = "/".join(
+                    f"{c}={quote(v, safe='') if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in values.items()
+                )
+                rel = f"{subdir + '/' if subdir else ''}part-{uuid.uuid4().hex}.zstd.parquet"
+                filesystem.create_dir(os.path.dirname(f"{base}/{rel}"), recursive=True)
+                writer = pq.ParquetWriter(f"{base}/{rel}", part.schema, filesystem=filesystem, compression="zstd")
+                writers[ident] = (writer, rel, values)
+                counts[ident] = 0
+            writers[ident][0].write_table(part)
+            counts[ident] += part.num_rows
+    written = []
+    for ident, (writer, rel, values) in writers.items():
+        writer.close()
+        size = filesystem.get_file_info(f"{base}/{rel}").size
+        written.append(_WrittenFile(path=rel, size=size, partition_values=values, num_records=counts[ident]))
+    return written
+
+
+class _DeltaRsWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict, overwrite: bool):
+        self.root = options["path"]
+        self.partition_by = json.loads(options.get("partition_by", "[]"))
+        self.replace = json.loads(options.get("replace_partition", "null"))
+        self.overwrite = overwrite
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> _WrittenFiles:
+        return _WrittenFiles(_write_task_files(self.root, iterator, self.partition_by))
+
+    def commit(self, messages: list[_WrittenFiles | None]) -> None:
+        files = [f for m in messages if m for f in m.files]
+        if self.replace:
+            (col, value), = self.replace.items()
+            stray = {f.partition_values.get(col) for f in files} - {value}
+            if stray:
+                self.abort(messages)
+                raise StorageError(
+                    f"overwrite of partition {col}={value} in {self.root} got rows for {sorted(map(str, stray))}"
+                )
+        now = int(time.time() * 1000)
+        actions = [
+            AddAction(
+                path=f.path,
+                size=f.size,
+                partition_values=f.partition_values,
+                modification_time=now,
+                data_change=True,
+                stats=json.dumps({"numRecords": f.num_records}),
+            )
+            for f in files
+        ]
+        table = DeltaTable(self.root)
+        filters = [(col, "=", value) for col, value in (self.replace or {}).items()] or None
+        table.create_write_transaction(
+            actions,
+            mode="overwrite" if self.overwrite else "append",
+            schema=table.schema(),
+            partition_by=self.partition_by or None,
+            partition_filters=filters,
+        )
+
+    def abort(self, messages: list[_WrittenFiles | None]) -> None:
+        for m in messages:
+            for f in m.files if m else []:
+                try:
+                    os.remove(os.path.join(self.root, f.path))
+                except OSError:
+                    pass
+
+
+class DeltaRsDataSource(DataSource):
+    """Spark data source `catalake_delta`: executors write Parquet, the driver commits via delta-rs."""
+
+    @classmethod
+    def name(cls) -> str:
+        return DATA_SOURCE_NAME
+
+    def writer(self, schema: StructType, overwrite: bool) -> _DeltaRsWriter:
+        return _DeltaRsWriter(dict(self.options), overwrite)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def _local_path(uri: str) -> str:
+    parsed = urlparse(uri)
+    return parsed.path if parsed.scheme == "file" else uri
+
+
+class DeltaStore:
+    """The warehouse: named Delta tables (``catalog/messages``) under one root."""
+
+    def __init__(self, spark: SparkSession, root: str | os.PathLike, backend: str = "auto"):
+        self.spark = spark
+        self.root = str(root)
+        self.backend = choose_backend(spark, backend)
+        if self.backend == "delta-rs":
+            spark.dataSource.register(DeltaRsDataSource)
+
+    # -- naming
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, *name.split("/"))
+
+    def exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(self.path(name))
+
+    def _table(self, name: str) -> DeltaTable:
+        if not self.exists(name):
+            raise StorageError(f"no Delta table {name!r} at {self.path(name)}")
+        return DeltaTable(self.path(name))
+
+    # -- create
+    def create(
+        self,
+        name: str,
+        schema: StructType,
+        partition_by: Sequence[str] = (),
+        description: str | None = None,
+    ) -> bool:
+        """Create the table if it does not exist. Returns True when it was created.
+
+        An existing table with a different schema is an error here; evolving a table is the
+        caller's decision, never a side effect of create.
+        """
+        path = self.path(name)
+        if self.exists(name):
+            current = self.spark_schema(name)
+            if current.simpleString() != schema.simpleString():
+                raise StorageError(
+                    f"table {name!r} exists with schema {current.simpleString()}, asked for {schema.simpleString()}"
+                )
+            return False
+        os.makedirs(path, exist_ok=True) if "://" not in path else None
+        if self.backend == "delta-spark":
+            from delta.tables import DeltaTable as SparkDeltaTable
+
+            builder = SparkDeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+            if partition_by:
+                builder = builder.partitionedBy(*partition_by)
+            if description:
+                builder = builder.comment(description)
+            builder.execute()
+        else:
+            arrow_schema = _arrow_schema(schema)
+            create_table_with_add_actions(
+                path,
+                DeltaSchema.from_arrow(arrow_schema),
+                [],
+                mode="error",
+                partition_by=list(partition_by) or None,
+                name=name.replace("/", "."),
+                description=description,
+            )
+        return True
+
+    # -- writes
+    def append(self, name: str, df: DataFrame) -> None:
+        self._write(name, df, mode="append")
+
+    def overwrite(self, name: str, df: DataFrame) -> None:
+        """Replace the whole table's content in one commit."""
+        self._write(name, df, mode="overwrite")
+
+    def overwrite_partition(self, name: str, df: DataFrame, column: str, value) -> None:
+        """Replace one partition (replaceWhere semantics); other partitions are untouched.
+
+        Rows outside the partition are an error, and an empty DataFrame empties the partition.
+        """
+        if column not in self.partition_columns(name):
+            raise StorageError(f"{column!r} is not a partition column of {name!r}")
+        self._write(name, df, mode="overwrite", replace={column: _partition_value(value)})
+
+    def _write(self, name: str, df: DataFrame, mode: str, replace: dict | None = None) -> None:
+        table = self._table(name)
+        schema = self.spark_schema(name)
+        missing = [f.name for f in schema if f.name not in df.columns]
+        extra = [c for c in df.columns if c not in schema.fieldNames()]
+        if missing or extra:
+            raise StorageError(f"writing {name!r}: columns missing {missing}, not in table {extra}")
+        # Align order and types with the table so both backends see exactly its schema.
+        df = df.select([F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in schema])
+        path = self.path(name)
+        partition_by = list(table.metadata().partition_columns)
+        if self.backend == "delta-spark":
+            writer = df.write.format("delta").mode(mode)
+            if replace:
+                (col, val), = replace.items()
+                writer = writer.option("replaceWhere", f"`{col}` = '{val}'")
+            writer.save(path)
+            return
+        try:
+            (
+                df.write.format(DATA_SOURCE_NAME)
+                .mode(mode)
+                .option("path", path)
+                .option("partition_by", json.dumps(partition_by))
+                .option("replace_partition", json.dumps(replace))
+                .save()
+            )
+        except Exception as exc:
+            # The driver-side commit runs inside Spark; give the caller our error, not Spark's wrapper.
+            marker = "StorageError: "
+            text = str(exc)
+            if marker in text:
+                raise StorageError(text.split(marker, 1)[1].splitlines()[0]) from None
+            raise
+
+    # -- reads
+    def partition_columns(self, name: str) -> list[str]:
+        return list(self._table(name).metadata().partition_columns)
+
+    def spark_schema(self, name: str) -> StructType:
+        return from_arrow_schema(pa.schema(self._table(name).schema().to_arrow()))
+
+    def read(self, name: str) -> DataFrame:
+        """The table's current snapshot as a Spark DataFrame."""
+        if self.backend == "delta-spark":
+            return self.spark.read.format("delta").load(self.path(name))
+        table = self._table(name)
+        schema = self.spark_schema(name)
+        files = [_local_path(u) for u in table.file_uris()]
+        if not files:
+            return self.spark.createDataFrame([], schema)
+        # Only the snapshot's files: a plain directory read would also see files that an
+        # overwrite removed. The explicit schema keeps partition column types and order.
+        df = self.spark.read.option("basePath", self.path(name)).schema(schema).parquet(*files)
+        return df.select(schema.fieldNames())
+
+    def read_arrow(self, name: str) -> pa.Table:
+        return self._table(name).to_pyarrow_table()
+
+    def history(self, name: str) -> list[dict]:
+        """Commits, newest first (Delta's own commit info)."""
+        return self._table(name).history()
+
+    def version(self, name: str) -> int:
+        return self._table(name).version()
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    arrow = to_arrow_schema(schema, timestamp_utc=True)
+    return pa.schema(
+        [
+            f.with_metadata({"comment": sf.metadata["comment"]}) if sf.metadata.get("comment") else f
+            for f, sf in zip(arrow, schema.fields)
+        ]
+    )
+
+
+__all__ = ["BACKENDS", "DeltaStore", "DeltaRsDataSource", "StorageError", "choose_backend", "native_delta_available"]

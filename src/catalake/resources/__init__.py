@@ -1,0 +1,7 @@
+"""Dagster resources wrapping the engine: Spark session, warehouse storage, catalog source."""
+
+from .catalog import CatalogSource
+from .spark import SparkSessionResource
+from .warehouse import Warehouse
+
+__all__ = ["CatalogSource", "SparkSessionResource", "Warehouse"]
