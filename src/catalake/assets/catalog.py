@@ -1,6 +1,5 @@
 """The message catalog itself, materialized as the Delta table `catalog/messages`."""
 
-from __future__ import annotations
 
 from dagster import (
     AssetExecutionContext,

@@ -128,6 +128,7 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
         for _, nd in normalized
     ]
     _check_table_names(messages, origins, problems)
+    problems = sorted(set(problems))
     catalog = Catalog(
         messages=messages,
         groups={gid: {k: v for k, v in g.items() if k != "messages"} for gid, g in groups.items()},

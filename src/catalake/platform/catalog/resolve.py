@@ -139,21 +139,25 @@ def resolve_messages(
             return None
         msg = index[key]
         if key in stack:
-            cycle = " -> ".join(xid(k) for k in stack[stack.index(key):] + (key,))
+            members = stack[stack.index(key):]
+            cycle = " -> ".join(xid(k) for k in members + (key,))
             fail(key, "basemessage", "basemessage-cycle", f"basemessage cycle: {cycle}")
+            failed.update(members)  # one problem per cycle, not one per member
             return None
         for field, rule in (("xref", "xref-dangling"), ("basemessage", "basemessage-dangling")):
             if field not in msg:
                 continue
             target = message_key(msg[field])
+            if target in skip:  # the target is broken and already reported; say nothing more here
+                failed.add(key)
+                return None
             if target is None or target not in index:
                 why = "absolute URLs are never fetched" if "://" in str(msg[field]) else "no such message in the catalog"
                 fail(key, field, rule, f"{field} {msg[field]!r} does not resolve: {why}")
                 return None
             base = resolve(target, stack + (key,))
-            if base is None:
-                if key not in failed:
-                    fail(key, field, rule, f"{field} {msg[field]!r} refers to a definition that does not resolve")
+            if base is None:  # the target's own problem is reported at the target
+                failed.add(key)
                 return None
             if field == "xref":
                 out = {k: copy.deepcopy(v) for k, v in base.items() if k not in ("_own",)}

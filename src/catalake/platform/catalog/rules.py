@@ -69,7 +69,9 @@ def rule_schemaformat_required(msg: dict, origin: Origin, registry: dict) -> lis
     if not present or msg.get("dataschemaformat"):
         return []
     slot = present[0]
-    tokens = [slot] if slot in msg.get("_own", msg) else []
+    if slot not in msg.get("_own", msg):
+        return []  # inherited: reported once, at the base message that declares it
+    tokens = [slot]
     if slot != "dataschema" and registry_reference(msg[slot]) is not None:
         text = (f"{slot} {msg[slot]!r} is not in the catalog's schema registry, so its format is unknown "
                 "and dataschemaformat is missing")

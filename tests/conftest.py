@@ -1,0 +1,34 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CATALAKE_SHARED_DATA", REPO.parent / "shared" / "data"))
+DEMO_CATALOG = REPO / "src" / "catalake" / "demo" / "catalog"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"public test data not found at {SHARED_DATA} (set CATALAKE_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test run (starting one costs ~8 s)."""
+    from catalake.platform.spark import build_session
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = build_session("local[2]", app_name="catalake-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def store(spark, tmp_path):
+    from catalake.platform.storage import DeltaStore
+
+    return DeltaStore(spark, tmp_path / "warehouse")

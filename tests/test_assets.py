@@ -1,0 +1,70 @@
+"""The Dagster code location: definitions load, the catalog asset materializes, bad catalogs fail cleanly."""
+
+import json
+
+from dagster import materialize
+
+from catalake.assets import message_catalog
+from catalake.definitions import build_definitions, defs
+from catalake.platform.catalog_table import CATALOG_TABLE
+from catalake.platform.config import Settings
+from catalake.platform.storage import DeltaStore
+from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
+
+from conftest import DEMO_CATALOG
+
+
+def resources(catalog_paths, warehouse):
+    return {
+        "catalog_source": CatalogSource(paths=[str(p) for p in catalog_paths]),
+        "spark": SparkSessionResource(master="local[2]"),
+        "warehouse": Warehouse(path=str(warehouse)),
+    }
+
+
+def test_definitions_load():
+    repo = defs.get_repository_def()
+    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog"}
+    assert defs.resolve_job_def("catalake_job") is not None
+
+
+def test_settings_from_environment(tmp_path):
+    settings = Settings.from_env(
+        {"CATALAKE_CATALOG": f"{tmp_path}/a.json:{tmp_path}/b", "CATALAKE_WAREHOUSE": str(tmp_path / "wh"),
+         "CATALAKE_SPARK_MASTER": "sc://spark:15002"}
+    )
+    assert settings.catalog == (tmp_path / "a.json", tmp_path / "b")
+    assert settings.spark_master == "sc://spark:15002"
+    assert Settings.from_env({}).catalog == (DEMO_CATALOG,)
+    assert build_definitions(settings).resources["warehouse"].path == str(tmp_path / "wh")
+
+
+def test_message_catalog_materializes(spark, tmp_path):
+    result = materialize([message_catalog], resources=resources([DEMO_CATALOG], tmp_path / "wh"))
+    assert result.success
+    (mat,) = result.asset_materializations_for_node("message_catalog")
+    meta = mat.metadata
+    assert meta["dagster/row_count"].value == 9
+    assert [c.name for c in meta["dagster/column_schema"].schema.columns][:3] == ["group_id", "message_id", "xid"]
+    assert "bikeshare.rides.kafka.RideStarted" in meta["preview"].value
+    assert meta["committed"].value is True
+    store = DeltaStore(spark, tmp_path / "wh")
+    assert store.read(CATALOG_TABLE).count() == 9
+
+
+def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):
+    assert materialize([message_catalog], resources=resources([DEMO_CATALOG], tmp_path / "wh")).success
+    store = DeltaStore(spark, tmp_path / "wh")
+    version = store.version(CATALOG_TABLE)
+    bad = tmp_path / "bad.xreg.json"
+    doc = json.loads((DEMO_CATALOG / "bikeshare.xreg.json").read_text())
+    doc["messagegroups"]["bikeshare.rides"]["messages"]["bikeshare.rides.RideStarted"]["envelopemetadata"]["id"] = {"required": False}
+    bad.write_text(json.dumps(doc))
+    result = materialize(
+        [message_catalog], resources=resources([bad, DEMO_CATALOG / "schemas.xreg.json"], tmp_path / "wh"), raise_on_error=False
+    )
+    assert not result.success
+    failure = result.failure_data_for_node("message_catalog").error
+    assert "cloudevents-required-attribute" in str(failure) or "invalid message catalog" in str(failure)
+    assert store.version(CATALOG_TABLE) == version
+    assert store.read(CATALOG_TABLE).count() == 9

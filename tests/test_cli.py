@@ -1,0 +1,45 @@
+"""The `catalake` console script, run as a user runs it."""
+
+import json
+import subprocess
+import sys
+
+from conftest import DEMO_CATALOG
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "catalake.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_validate_ok():
+    out = run("catalog", "validate", str(DEMO_CATALOG))
+    assert out.returncode == 0
+    assert out.stdout == ""
+    assert "9 message definition(s): 0 error(s)" in out.stderr
+
+
+def test_validate_reports_one_line_per_problem(tmp_path):
+    doc = json.loads((DEMO_CATALOG / "bikeshare.xreg.json").read_text())
+    rides = doc["messagegroups"]["bikeshare.rides"]["messages"]
+    rides["bikeshare.rides.RideStarted"]["envelope"] = "CloudEvents"
+    rides["bikeshare.rides.RideEnded"]["envelopemetadata"]["type"]["required"] = False
+    bad = tmp_path / "bad.xreg.json"
+    bad.write_text(json.dumps(doc))
+    out = run("catalog", "validate", str(bad), str(DEMO_CATALOG / "schemas.xreg.json"))
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{bad}#/messagegroups/bikeshare.rides/messages/bikeshare.rides.RideEnded/envelopemetadata/type/required: ")
+    assert "[envelope-format]" in lines[1]
+
+
+def test_show_lists_groups_and_messages():
+    out = run("catalog", "show", str(DEMO_CATALOG))
+    assert out.returncode == 0
+    assert "bikeshare.docks.mqtt.DockStatus" in out.stdout
+    assert "5 group(s), 9 message definition(s)" in out.stdout
+
+
+def test_show_real_catalog(shared_data):
+    out = run("catalog", "show", str(shared_data / "xregistry-codegen/test/xreg/inkjet-protocol-variants.xreg.json"))
+    assert out.returncode == 0 and "3 group(s), 15 message definition(s)" in out.stdout
