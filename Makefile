@@ -1,0 +1,42 @@
+# Two commands for a newcomer: `make demo` and `make test` (see README.md).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: demo test dev validate clean prerequisites
+
+prerequisites:
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "catalake needs Python 3.11, found " + sys.version.split()[0]'
+	@command -v java >/dev/null || { echo "catalake needs Java 17 (OpenJDK) on PATH for Spark"; exit 1; }
+
+# The environment, from the project's own files: exact pins in constraints.txt.
+$(BIN)/.installed: pyproject.toml constraints.txt
+	$(MAKE) prerequisites
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/.installed
+	mkdir -p $(DAGSTER_HOME)
+	$(BIN)/catalake catalog show src/catalake/demo/catalog
+	$(BIN)/dagster job execute -m catalake.definitions -j catalake_job
+	@echo
+	@echo "Done. The catalog table is the Delta table $(CURDIR)/warehouse/catalog/messages"
+	@echo "  (open it with deltalake.DeltaTable, Spark or any Delta reader)."
+	@echo "See the run and the asset's metadata in the Dagster UI: make dev, then http://127.0.0.1:3000"
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest
+
+dev: $(BIN)/.installed
+	mkdir -p $(DAGSTER_HOME)
+	$(BIN)/dagster dev -w workspace.yaml
+
+validate: $(BIN)/.installed
+	$(BIN)/dagster definitions validate -w workspace.yaml
+	$(BIN)/catalake catalog validate src/catalake/demo/catalog
+
+clean:
+	rm -rf $(VENV) warehouse .dagster_home .pytest_cache
