@@ -254,7 +254,8 @@ class DeltaStore:
                     f"table {name!r} exists with schema {current.simpleString()}, asked for {schema.simpleString()}"
                 )
             return False
-        os.makedirs(path, exist_ok=True) if "://" not in path else None
+        if "://" not in path:
+            os.makedirs(path, exist_ok=True)
         if self.backend == "delta-spark":
             from delta.tables import DeltaTable as SparkDeltaTable
 
