@@ -57,6 +57,8 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    if not master.startswith("sc://"):
+    if master.startswith("sc://"):
+        session.conf.set("spark.sql.session.timeZone", "UTC")
+    else:
         session.sparkContext.setLogLevel("WARN")
     return session
