@@ -9,7 +9,7 @@ from typing import Iterable
 from .documents import Document, read_documents
 from .model import Catalog, FileReport, MessageDefinition, slug
 from .normalize import NormalizedDocument, Origin, normalize_document
-from .problems import CatalogError, Problem, pointer
+from .problems import CatalogError, Problem
 from .resolve import apply_group_defaults, fill_implied, infer_schema_format, resolve_messages
 from .rules import MESSAGE_RULES, RESOLVED_RULES, rule_group_consistency
 from .structure import validate_structure
@@ -33,17 +33,14 @@ def _merge_schemagroups(docs: list[tuple[Document, NormalizedDocument]], notes_b
     return registry, sources
 
 
-def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
-    """Read and resolve a catalog from files/directories; returns it with every problem found."""
-    docs, problems = read_documents(paths)
-    normalized = [(d, normalize_document(d.data, str(d.path))) for d in docs]
-    notes_by_file = {nd.file: nd.notes for _, nd in normalized}
-
+def _merge_messagegroups(normalized: list[NormalizedDocument]):
+    """Validate each document's structure and merge their groups; same message twice must be identical."""
+    problems: list[Problem] = []
     groups: dict[str, dict] = {}
     group_origins: dict[str, Origin] = {}
     origins: dict[tuple[str, str], Origin] = {}
     broken: set[tuple[str, str]] = set()
-    for _, nd in normalized:
+    for nd in normalized:
         found, bad = validate_structure(nd)
         problems += found
         broken |= bad
@@ -74,6 +71,18 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
                     continue
                 groups[gid]["messages"][mid] = msg
                 origins[(gid, mid)] = origin
+
+    return groups, origins, problems, broken
+
+
+def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
+    """Read and resolve a catalog from files/directories; returns it with every problem found."""
+    docs, problems = read_documents(paths)
+    normalized = [(d, normalize_document(d.data, str(d.path))) for d in docs]
+    notes_by_file = {nd.file: nd.notes for _, nd in normalized}
+
+    groups, origins, found, broken = _merge_messagegroups([nd for _, nd in normalized])
+    problems += found
 
     for (gid, mid), origin in origins.items():
         msg = groups[gid]["messages"][mid]
