@@ -1,0 +1,1 @@
+"""Data schemas of message definitions -> Spark types."""

@@ -1,0 +1,248 @@
+"""JSON Schema (draft-04, -06, -07, 2019-09, 2020-12) -> Spark type.
+
+Mapping (documented here because analysts query the result):
+
+* object with properties -> struct; a property is non-nullable only when `required` and its
+  type does not admit null. `additionalProperties`/`patternProperties` with a schema and no
+  properties -> map<string, T>. An open object with neither -> JSON string.
+* array -> array<T> (`items`; tuple forms `prefixItems`/list `items` -> JSON string).
+* string -> string; `format: date-time` -> timestamp; `format: date` -> date.
+* integer -> long; number -> double; boolean -> boolean; `null` alone -> string.
+* `enum`/`const` -> the type of their values (mixed -> string).
+* type arrays: "null" makes the column nullable; several other types follow the union rule.
+* `allOf` -> the members merged into one schema (properties, required, type).
+* `oneOf`/`anyOf` (the union rule): null members only make the result nullable; one member
+  left -> that member; all objects -> one struct with every member's fields, all nullable;
+  all numbers -> double (integer+number) or the common type; anything else -> JSON string.
+* `$ref` (within the document and across documents of the registry) is resolved with the
+  `referencing` library; a `$ref` that re-enters a schema already being mapped (recursion), or
+  nesting deeper than MAX_DEPTH, becomes a JSON string column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT7, specification_with
+
+MAX_DEPTH = 16
+JSON_STRING = {"catalake.json": True}  # column metadata: the value is JSON text
+
+
+class SchemaError(ValueError):
+    """A data schema that cannot be mapped or resolved."""
+
+
+def resource(schema: dict) -> Resource:
+    """A referencing Resource; the dialect comes from `$schema` (draft-07 when absent or unknown)."""
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    spec = specification_with(dialect, default=DRAFT7) if dialect else DRAFT7
+    return spec.create_resource(schema)
+
+
+def _base_type(types: set[str]) -> str | None:
+    return next(iter(types)) if len(types) == 1 else None
+
+
+class _Mapper:
+    def __init__(self, registry: Registry, base_uri: str):
+        self.registry = registry
+        self.base_uri = base_uri
+
+    # -- schema plumbing
+    def deref(self, schema: Any, resolver, seen: tuple[int, ...]):
+        """Follow `$ref`s; returns (schema, resolver, seen) or a recursion marker."""
+        while isinstance(schema, dict) and "$ref" in schema:
+            ref = schema["$ref"]
+            try:
+                resolved = resolver.lookup(ref)
+            except Exception as exc:  # referencing raises several Unresolvable subclasses
+                raise SchemaError(f"$ref {ref!r} does not resolve: {exc}") from None
+            key = id(resolved.contents)  # registry contents are stable objects: identity names the sub-schema
+            if key in seen:
+                return None, resolver, seen
+            siblings = {k: v for k, v in schema.items() if k not in ("$ref", "$schema", "$id", "definitions", "$defs")}
+            schema = {**resolved.contents, **siblings} if siblings and isinstance(resolved.contents, dict) else resolved.contents
+            resolver, seen = resolved.resolver, seen + (key,)
+        return schema, resolver, seen
+
+    def merge_all_of(self, schema: dict, resolver, seen) -> dict:
+        merged = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            part, _, _ = self.deref(part, resolver, seen)
+            if not isinstance(part, dict):
+                continue
+            if "allOf" in part:
+                part = self.merge_all_of(part, resolver, seen)
+            for key, value in part.items():
+                if key == "properties":
+                    merged["properties"] = {**merged.get("properties", {}), **value}
+                elif key == "required":
+                    merged["required"] = sorted(set(merged.get("required", [])) | set(value))
+                elif key == "type" and "type" in merged and merged["type"] != value:
+                    left = set(merged["type"]) if isinstance(merged["type"], list) else {merged["type"]}
+                    right = set(value) if isinstance(value, list) else {value}
+                    both = left & right or (left | right)
+                    merged["type"] = sorted(both) if len(both) > 1 else next(iter(both))
+                else:
+                    merged.setdefault(key, value)
+        return merged
+
+    # -- mapping
+    def map(self, schema: Any, resolver, seen: tuple[int, ...], depth: int) -> tuple[DataType, bool, dict]:
+        """(Spark type, nullable, field metadata) for one schema."""
+        schema, resolver, seen = self.deref(schema, resolver, seen)
+        if schema is None or depth > MAX_DEPTH:
+            return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+        if schema is True or schema == {} or not isinstance(schema, dict):
+            return StringType(), True, dict(JSON_STRING)
+        if "allOf" in schema:
+            schema = self.merge_all_of(schema, resolver, seen)
+        for key in ("oneOf", "anyOf"):
+            if key in schema:
+                return self.union(schema[key], schema, resolver, seen, depth)
+        types = schema.get("type")
+        types = set(types) if isinstance(types, list) else {types} if types else set()
+        nullable = "null" in types
+        types.discard("null")
+        if not types:
+            types = self.infer_types(schema)
+        if len(types) > 1:
+            members = [{**schema, "type": t} for t in sorted(types)]
+            dtype, _, meta = self.union(members, {}, resolver, seen, depth)
+            return dtype, True, meta
+        kind = _base_type(types)
+        if kind == "object":
+            dtype, meta = self.object(schema, resolver, seen, depth)
+            return dtype, nullable, meta
+        if kind == "array":
+            return self.array(schema, resolver, seen, depth), nullable, {}
+        if kind == "string":
+            fmt = schema.get("format")
+            return (TimestampType() if fmt == "date-time" else DateType() if fmt == "date" else StringType()), nullable, {}
+        if kind == "integer":
+            return LongType(), nullable, {}
+        if kind == "number":
+            return DoubleType(), nullable, {}
+        if kind == "boolean":
+            return BooleanType(), nullable, {}
+        return StringType(), True, dict(JSON_STRING)
+
+    @staticmethod
+    def infer_types(schema: dict) -> set[str]:
+        if "properties" in schema or "additionalProperties" in schema or "patternProperties" in schema:
+            return {"object"}
+        if "items" in schema or "prefixItems" in schema:
+            return {"array"}
+        values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+        if values:
+            kinds = set()
+            for v in values:
+                if v is None:
+                    continue
+                kinds.add("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else "number"
+                          if isinstance(v, float) else "string" if isinstance(v, str) else "json")
+            if kinds == {"integer", "number"}:
+                return {"number"}
+            return kinds if len(kinds) == 1 and "json" not in kinds else {"json"}
+        return set()
+
+    def object(self, schema: dict, resolver, seen, depth):
+        props = schema.get("properties") or {}
+        if not props:
+            extra = schema.get("additionalProperties")
+            patterns = list((schema.get("patternProperties") or {}).values())
+            value_schema = extra if isinstance(extra, dict) else patterns[0] if len(patterns) == 1 else None
+            if value_schema is not None:
+                vtype, _, _ = self.map(value_schema, resolver, seen, depth + 1)
+                return MapType(StringType(), vtype, True), {}
+            return StringType(), dict(JSON_STRING)  # open object without properties: kept as JSON text
+        required = set(schema.get("required") or [])
+        fields = []
+        for name, prop in props.items():
+            dtype, nullable, meta = self.map(prop, resolver, seen, depth + 1)
+            description = prop.get("description") if isinstance(prop, dict) else None
+            if description:
+                meta = {**meta, "comment": description}
+            fields.append(StructField(name, dtype, nullable or name not in required, meta))
+        return StructType(fields), {}
+
+    def array(self, schema: dict, resolver, seen, depth) -> DataType:
+        items = schema.get("items")
+        if isinstance(items, list) or "prefixItems" in schema:
+            return StringType()  # tuples have no Spark equivalent: JSON text
+        if items is None:
+            return ArrayType(StringType(), True)
+        dtype, _, _ = self.map(items, resolver, seen, depth + 1)
+        return ArrayType(dtype, True)
+
+    def union(self, members: list, parent: dict, resolver, seen, depth) -> tuple[DataType, bool, dict]:
+        nullable = False
+        mapped: list[tuple[DataType, dict]] = []
+        for member in members:
+            base = {k: v for k, v in parent.items() if k not in ("oneOf", "anyOf")}
+            deref, mres, mseen = self.deref(member, resolver, seen)
+            if deref is None:
+                mapped.append((StringType(), {**JSON_STRING, "catalake.recursion": True}))
+                continue
+            if isinstance(deref, dict) and (deref.get("type") == "null" or deref.get("const", 0) is None):
+                nullable = True
+                continue
+            if isinstance(deref, dict) and base:
+                deref = {**base, **deref}
+            dtype, mnull, meta = self.map(deref, mres, mseen, depth)
+            nullable = nullable or mnull
+            mapped.append((dtype, meta))
+        if not mapped:
+            return StringType(), True, dict(JSON_STRING)
+        if len(mapped) == 1:
+            return mapped[0][0], nullable, mapped[0][1]
+        types = [t for t, _ in mapped]
+        if all(isinstance(t, StructType) for t in types):
+            fields: dict[str, StructField] = {}
+            for struct in types:
+                for f in struct.fields:
+                    if f.name not in fields:
+                        fields[f.name] = StructField(f.name, f.dataType, True, f.metadata)
+                    elif fields[f.name].dataType != f.dataType:
+                        fields[f.name] = StructField(f.name, StringType(), True, dict(JSON_STRING))
+            return StructType(list(fields.values())), nullable, {}
+        if all(t == types[0] for t in types):
+            return types[0], nullable, mapped[0][1]
+        if all(isinstance(t, (LongType, DoubleType)) for t in types):
+            return DoubleType(), nullable, {}
+        return StringType(), True, dict(JSON_STRING)
+
+
+def json_schema_to_spark(
+    schema: dict, registry: Registry | None = None, base_uri: str = "urn:catalake:data-schema"
+) -> tuple[DataType, bool]:
+    """The Spark type of values valid against `schema`, and whether the value itself may be null.
+
+    `registry` holds the other documents `$ref` may point to (e.g. every JSON schema of the
+    catalog's schema registry, under their `$id`s); `schema` is added to it under `base_uri`
+    unless it has an `$id` of its own.
+    """
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a JSON Schema must be an object or a boolean, not {type(schema).__name__}")
+    registry = registry or Registry()
+    if isinstance(schema, dict) and isinstance(schema.get("$id"), str) and schema["$id"]:
+        base_uri = schema["$id"]
+    registry = registry.with_resource(base_uri, resource(schema) if isinstance(schema, dict) else DRAFT7.create_resource(schema))
+    mapper = _Mapper(registry, base_uri)
+    dtype, nullable, _ = mapper.map(schema, registry.resolver(base_uri), (), 0)
+    return dtype, nullable
