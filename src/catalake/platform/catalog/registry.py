@@ -52,3 +52,15 @@ def schema_format(registry: dict, ref: str) -> str | None:
         return None
     schema, version = found
     return (version or {}).get("format") or schema.get("format")
+
+
+# Where a schema version keeps its schema: 'schema' (0.5 and later), 'schemaobject' (2023 shape).
+SCHEMA_CONTENT_KEYS = ("schema", "schemaobject", "schemaObject")
+
+
+def version_content(version: dict | None):
+    """The schema a registry version holds, or None."""
+    for key in SCHEMA_CONTENT_KEYS:
+        if isinstance(version, dict) and key in version:
+            return version[key]
+    return None

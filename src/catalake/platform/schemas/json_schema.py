@@ -229,20 +229,25 @@ class _Mapper:
 
 
 def json_schema_to_spark(
-    schema: dict, registry: Registry | None = None, base_uri: str = "urn:catalake:data-schema"
+    schema: dict,
+    registry: Registry | None = None,
+    base_uri: str = "urn:catalake:data-schema",
+    document: dict | None = None,
 ) -> tuple[DataType, bool]:
     """The Spark type of values valid against `schema`, and whether the value itself may be null.
 
     `registry` holds the other documents `$ref` may point to (e.g. every JSON schema of the
     catalog's schema registry, under their `$id`s); `schema` is added to it under `base_uri`
-    unless it has an `$id` of its own.
+    unless it has an `$id` of its own. When `schema` is a part of a larger `document` (a
+    `:definitions/X` reference), `document` is what `#` refers to.
     """
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a JSON Schema must be an object or a boolean, not {type(schema).__name__}")
     registry = registry or Registry()
-    if isinstance(schema, dict) and isinstance(schema.get("$id"), str) and schema["$id"]:
-        base_uri = schema["$id"]
-    registry = registry.with_resource(base_uri, resource(schema) if isinstance(schema, dict) else DRAFT7.create_resource(schema))
+    root = document if document is not None else schema  # `$ref: "#/..."` is relative to the whole document
+    if isinstance(root, dict) and isinstance(root.get("$id"), str) and root["$id"]:
+        base_uri = root["$id"]
+    registry = registry.with_resource(base_uri, resource(root) if isinstance(root, dict) else DRAFT7.create_resource(root))
     mapper = _Mapper(registry, base_uri)
     dtype, nullable, _ = mapper.map(schema, registry.resolver(base_uri), (), 0)
     return dtype, nullable

@@ -1,0 +1,155 @@
+"""Finding a message definition's data schema: inline, in the catalog's registry, or in a file.
+
+Reference forms:
+* `dataschema`: the schema inline;
+* `dataschemauri` / `dataschemaxid` into the registry: `#/schemagroups/g/schemas/s`,
+  `/schemagroups/g/schemas/s`, with `/versions/v`; without a version the schema's
+  `defaultversionid`, else its highest version;
+* a `:TypeName` suffix names a type inside the schema (Avro/Protobuf), `:definitions/X` or a
+  second `#/pointer` a part of it;
+* a relative path or a `file:` URI: a file, resolved against the catalog file's folder.
+
+Nothing is ever read from the network, and no file outside the configured roots (by default the
+folders the catalog was read from) is read: such references are errors, naming the message and
+the reference.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import unquote, urlparse
+
+from ..catalog.model import MessageDefinition
+from ..catalog.problems import split_pointer
+from ..catalog.registry import find_schema, registry_reference, version_content
+from .json_schema import SchemaError
+
+FAMILIES = {
+    "jsonschema": "jsonschema",
+    "json": "jsonschema",
+    "jsonstructure": "jsonstructure",
+    "avro": "avro",
+    "protobuf": "protobuf",
+    "proto": "protobuf",
+    "xsd": "xsd",
+    "xmlschema": "xsd",
+}
+
+
+class SchemaReferenceError(SchemaError):
+    """A data schema reference that must not or cannot be followed."""
+
+
+@dataclass(frozen=True)
+class DataSchema:
+    message: str  # xid of the message definition
+    format: str | None
+    family: str | None  # jsonschema, jsonstructure, avro, protobuf, xsd, or None when unknown
+    content: Any  # the schema document (dict/list), or text (Protobuf, XSD)
+    reference: str | None  # as written in the catalog; None for inline schemas
+    type_name: str | None = None  # ':TypeName' suffix
+    pointer: str | None = None  # ':definitions/X' or second '#' part, as a JSON pointer
+    document: Any = None  # the whole schema document `content` was taken from (for '#' references)
+
+
+def format_family(fmt: str | None) -> str | None:
+    if not fmt:
+        return None
+    return FAMILIES.get(fmt.split("/")[0].lower().replace("-", "").replace(" ", ""))
+
+
+def _split_reference(ref: str) -> tuple[str, str | None, str | None]:
+    """(location, type name, inner JSON pointer) of a reference."""
+    location, inner = ref, None
+    head, sep, tail = ref[1:].partition("#") if ref.startswith("#") else ref.partition("#")
+    if sep:
+        location, inner = ("#" + head if ref.startswith("#") else head), "/" + tail.lstrip("/") if tail else None
+    type_name = None
+    scheme = urlparse(location).scheme
+    colon_at = location.rfind(":")
+    if colon_at > len(scheme) and "/" not in location[colon_at:].split("/", 1)[0]:
+        location, suffix = location[:colon_at], location[colon_at + 1 :]
+        if "/" in suffix:  # ':definitions/X'
+            inner = "/" + suffix
+        else:
+            type_name = suffix
+    return location, type_name, inner
+
+
+def _within(path: Path, roots: Sequence[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(Path(r).resolve()) for r in roots)
+
+
+def _read_file(message: MessageDefinition, ref: str, location: str, roots: Sequence[Path]) -> Any:
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        path = Path(unquote(parsed.path))
+    else:
+        path = Path(message.source_file).parent / unquote(location)
+    if not _within(path, roots):
+        raise SchemaReferenceError(
+            f"{message.xid}: data schema reference {ref!r} points outside the configured roots "
+            f"({', '.join(str(r) for r in roots)}); it is not read"
+        )
+    if not path.is_file():
+        raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r}: no such file {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # .proto, .xsd: text formats
+
+
+def _descend(content: Any, pointer: str | None, message: MessageDefinition, ref: str) -> Any:
+    for token in split_pointer(pointer or ""):
+        if isinstance(content, dict) and token in content:
+            content = content[token]
+        elif isinstance(content, list) and token.isdigit() and int(token) < len(content):
+            content = content[int(token)]
+        else:
+            raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r}: no {pointer!r} in the schema")
+    return content
+
+
+def resolve_data_schema(
+    message: MessageDefinition, registry: dict, roots: Sequence[Path]
+) -> DataSchema | None:
+    """The data schema of `message`, or None when it declares none."""
+    d = message.definition
+    fmt = d.get("dataschemaformat")
+    if "dataschema" in d:
+        return DataSchema(message.xid, fmt, format_family(fmt), d["dataschema"], None)
+    ref = d.get("dataschemauri") or d.get("dataschemaxid")
+    if not ref:
+        return None
+    location, type_name, pointer = _split_reference(ref)
+    scheme = urlparse(location).scheme.lower()
+    if scheme in ("http", "https", "ftp", "ws", "wss"):
+        raise SchemaReferenceError(
+            f"{message.xid}: data schema reference {ref!r} is a network location; schemas are never fetched "
+            "(put the schema in the catalog's registry or in a file under the configured roots)"
+        )
+    if registry_reference(location) is not None:
+        found = find_schema(registry, location)
+        if found is None:
+            raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r} is not in the catalog's schema registry")
+        schema, version = found
+        content = version_content(version)
+        if content is None:
+            raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r}: the registry entry holds no schema")
+        fmt = fmt or version.get("format") or schema.get("format")
+    elif scheme in ("", "file") and not location.startswith("#"):
+        content = _read_file(message, ref, location, roots)
+    else:
+        raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r} is neither a registry reference nor a file")
+    if isinstance(content, str) and format_family(fmt) in ("jsonschema", "jsonstructure", "avro"):
+        try:
+            content = json.loads(content)  # registries may hold JSON schemas as strings
+        except ValueError:
+            raise SchemaReferenceError(f"{message.xid}: data schema {ref!r} is not valid JSON") from None
+    part = _descend(content, pointer, message, ref)
+    return DataSchema(message.xid, fmt, format_family(fmt), part, ref, type_name, pointer, content)
