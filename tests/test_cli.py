@@ -43,3 +43,16 @@ def test_show_lists_groups_and_messages():
 def test_show_real_catalog(shared_data):
     out = run("catalog", "show", str(shared_data / "xregistry-codegen/test/xreg/inkjet-protocol-variants.xreg.json"))
     assert out.returncode == 0 and "3 group(s), 15 message definition(s)" in out.stdout
+
+
+def test_schema_show_prints_the_derived_tree():
+    out = run("schema", "show", "bikeshare.rides.kafka.RideEnded", "--catalog", str(DEMO_CATALOG))
+    assert out.returncode == 0, out.stderr
+    assert "/messagegroups/bikeshare.rides.kafka/messages/bikeshare.rides.kafka.RideEnded" in out.stdout
+    assert " |-- ended_at: timestamp (nullable = false)" in out.stdout
+    assert " |    |-- currency: string (nullable = false)" in out.stdout
+
+
+def test_schema_show_unknown_message():
+    out = run("schema", "show", "nope", "--catalog", str(DEMO_CATALOG))
+    assert out.returncode == 1 and "0 message definitions match 'nope'" in out.stderr
