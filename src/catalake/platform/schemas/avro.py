@@ -36,7 +36,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .json_schema import JSON_STRING, SchemaError
+from .json_schema import SchemaError
+from .unions import JSON_STRING
 
 PRIMITIVES: dict[str, DataType] = {
     "null": StringType(),

@@ -39,8 +39,9 @@ from pyspark.sql.types import (
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
+from .unions import JSON_STRING, union_type
+
 MAX_DEPTH = 16
-JSON_STRING = {"catalake.json": True}  # column metadata: the value is JSON text
 
 
 class SchemaError(ValueError):
@@ -211,21 +212,8 @@ class _Mapper:
             return StringType(), True, dict(JSON_STRING)
         if len(mapped) == 1:
             return mapped[0][0], nullable, mapped[0][1]
-        types = [t for t, _ in mapped]
-        if all(isinstance(t, StructType) for t in types):
-            fields: dict[str, StructField] = {}
-            for struct in types:
-                for f in struct.fields:
-                    if f.name not in fields:
-                        fields[f.name] = StructField(f.name, f.dataType, True, f.metadata)
-                    elif fields[f.name].dataType != f.dataType:
-                        fields[f.name] = StructField(f.name, StringType(), True, dict(JSON_STRING))
-            return StructType(list(fields.values())), nullable, {}
-        if all(t == types[0] for t in types):
-            return types[0], nullable, mapped[0][1]
-        if all(isinstance(t, (LongType, DoubleType)) for t in types):
-            return DoubleType(), nullable, {}
-        return StringType(), True, dict(JSON_STRING)
+        dtype, meta = union_type(mapped)
+        return dtype, nullable or meta == JSON_STRING, meta
 
 
 def json_schema_to_spark(

@@ -43,7 +43,8 @@ from pyspark.sql.types import (
 )
 
 from ..catalog.problems import split_pointer
-from .json_schema import JSON_STRING, SchemaError
+from .json_schema import SchemaError
+from .unions import JSON_STRING, union_type
 
 PRIMITIVES: dict[str, DataType] = {
     "string": StringType(), "uri": StringType(), "uuid": StringType(), "jsonpointer": StringType(),
@@ -179,23 +180,8 @@ class _Mapper:
             return StringType(), True, {}
         if len(mapped) == 1:
             return mapped[0][0], nullable, mapped[0][2]
-        types = [t for t, _, _ in mapped]
-        if all(isinstance(t, StructType) for t in types):
-            fields: dict[str, StructField] = {}
-            for struct in types:
-                for f in struct.fields:
-                    current = fields.get(f.name)
-                    if current is None:
-                        fields[f.name] = StructField(f.name, f.dataType, True, f.metadata)
-                    elif current.dataType != f.dataType:
-                        fields[f.name] = StructField(f.name, StringType(), True, dict(JSON_STRING))
-            return StructType(list(fields.values())), nullable, {}
-        if all(t == types[0] for t in types):
-            return types[0], nullable, mapped[0][2]
-        numeric = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)
-        if all(isinstance(t, numeric) for t in types):
-            return DoubleType(), nullable, {}
-        return StringType(), True, dict(JSON_STRING)
+        dtype, meta = union_type([(t, m) for t, _, m in mapped])
+        return dtype, nullable or meta == JSON_STRING, meta
 
 
 def json_structure_to_spark(schema: dict, document: dict | None = None, type_name: str | None = None) -> tuple[DataType, bool]:
