@@ -18,6 +18,7 @@ import logging
 import os
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 from urllib.parse import quote, urlparse
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 BACKENDS = ("delta-spark", "delta-rs")
 DATA_SOURCE_NAME = "catalake_delta"
 _announced: set[str] = set()
+_native_by_session: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
 
 
 class StorageError(RuntimeError):
@@ -48,7 +50,13 @@ class StorageError(RuntimeError):
 
 
 def native_delta_available(spark: SparkSession) -> bool:
-    """True when Spark can load its Delta data source (delta-spark jars present)."""
+    """True when Spark can load its Delta data source (delta-spark jars present); probed once per session."""
+    if spark not in _native_by_session:
+        _native_by_session[spark] = _probe_delta_source(spark)
+    return _native_by_session[spark]
+
+
+def _probe_delta_source(spark: SparkSession) -> bool:
     probe = f"/nonexistent/catalake-delta-probe-{uuid.uuid4().hex}"
     try:
         spark.read.format("delta").load(probe).schema  # noqa: B018 - forces analysis
@@ -291,13 +299,14 @@ class DeltaStore:
 
         Rows outside the partition are an error, and an empty DataFrame empties the partition.
         """
-        if column not in self.partition_columns(name):
-            raise StorageError(f"{column!r} is not a partition column of {name!r}")
         self._write(name, df, mode="overwrite", replace={column: _partition_value(value)})
 
     def _write(self, name: str, df: DataFrame, mode: str, replace: dict | None = None) -> None:
-        table = self._table(name)
-        schema = self.spark_schema(name)
+        table = self._table(name)  # one snapshot for schema, partitioning and the check below
+        schema = _spark_schema(table)
+        partition_by = list(table.metadata().partition_columns)
+        if replace and next(iter(replace)) not in partition_by:
+            raise StorageError(f"{next(iter(replace))!r} is not a partition column of {name!r}")
         missing = [f.name for f in schema if f.name not in df.columns]
         extra = [c for c in df.columns if c not in schema.fieldNames()]
         if missing or extra:
@@ -305,7 +314,6 @@ class DeltaStore:
         # Align order and types with the table so both backends see exactly its schema.
         df = df.select([F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in schema])
         path = self.path(name)
-        partition_by = list(table.metadata().partition_columns)
         if self.backend == "delta-spark":
             writer = df.write.format("delta").mode(mode)
             if replace:
@@ -335,14 +343,14 @@ class DeltaStore:
         return list(self._table(name).metadata().partition_columns)
 
     def spark_schema(self, name: str) -> StructType:
-        return from_arrow_schema(pa.schema(self._table(name).schema().to_arrow()))
+        return _spark_schema(self._table(name))
 
     def read(self, name: str) -> DataFrame:
         """The table's current snapshot as a Spark DataFrame."""
         if self.backend == "delta-spark":
             return self.spark.read.format("delta").load(self.path(name))
         table = self._table(name)
-        schema = self.spark_schema(name)
+        schema = _spark_schema(table)
         files = [_local_path(u) for u in table.file_uris()]
         if not files:
             return self.spark.createDataFrame([], schema)
@@ -360,6 +368,10 @@ class DeltaStore:
 
     def version(self, name: str) -> int:
         return self._table(name).version()
+
+
+def _spark_schema(table: DeltaTable) -> StructType:
+    return from_arrow_schema(pa.schema(table.schema().to_arrow()))
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:

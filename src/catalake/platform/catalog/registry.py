@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlparse
+
 from .problems import split_pointer
+
+
+def split_reference(ref: str) -> tuple[str, str | None, str | None]:
+    """(location, type name, inner JSON pointer) of a reference: a second '#' or a ':' suffix
+    addresses inside the schema the location names."""
+    location, inner = ref, None
+    head, sep, tail = ref[1:].partition("#") if ref.startswith("#") else ref.partition("#")
+    if sep:
+        location, inner = ("#" + head if ref.startswith("#") else head), "/" + tail.lstrip("/") if tail else None
+    type_name = None
+    scheme = urlparse(location).scheme
+    colon_at = location.rfind(":")
+    if colon_at > len(scheme):  # ':TypeName' (Avro/Protobuf type) or ':definitions/X' (a part)
+        location, suffix = location[:colon_at], location[colon_at + 1 :]
+        if "/" in suffix:  # ':definitions/X'
+            inner = "/" + suffix
+        else:
+            type_name = suffix
+    return location, type_name, inner
 
 
 def registry_reference(ref: str) -> tuple[str, str, str | None] | None:
@@ -12,11 +33,8 @@ def registry_reference(ref: str) -> tuple[str, str, str | None] | None:
     """
     if not isinstance(ref, str) or "://" in ref:
         return None
-    text = ref.strip()
-    text = text[1:] if text.startswith("#") else text
-    text = text.split("#", 1)[0]  # a second '#' addresses inside the schema document
-    text = text.split(":", 1)[0]  # ':TypeName' / ':definitions/X' name a type inside the schema
-    tokens = split_pointer(text)
+    location, _, _ = split_reference(ref.strip())
+    tokens = split_pointer(location.lstrip("#"))
     if len(tokens) >= 4 and tokens[0] in ("schemagroups", "schemaGroups") and tokens[2] == "schemas":
         version = tokens[5] if len(tokens) >= 6 and tokens[4] == "versions" else None
         if len(tokens) in (4, 6):

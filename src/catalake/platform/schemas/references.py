@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 
 from ..catalog.model import MessageDefinition
 from ..catalog.problems import split_pointer
-from ..catalog.registry import find_schema, registry_reference, version_content
+from ..catalog.registry import find_schema, registry_reference, split_reference, version_content
 from .json_schema import SchemaError
 
 FAMILIES = {
@@ -59,24 +59,6 @@ def format_family(fmt: str | None) -> str | None:
     if not fmt:
         return None
     return FAMILIES.get(fmt.split("/")[0].lower().replace("-", "").replace(" ", ""))
-
-
-def _split_reference(ref: str) -> tuple[str, str | None, str | None]:
-    """(location, type name, inner JSON pointer) of a reference."""
-    location, inner = ref, None
-    head, sep, tail = ref[1:].partition("#") if ref.startswith("#") else ref.partition("#")
-    if sep:
-        location, inner = ("#" + head if ref.startswith("#") else head), "/" + tail.lstrip("/") if tail else None
-    type_name = None
-    scheme = urlparse(location).scheme
-    colon_at = location.rfind(":")
-    if colon_at > len(scheme) and "/" not in location[colon_at:].split("/", 1)[0]:
-        location, suffix = location[:colon_at], location[colon_at + 1 :]
-        if "/" in suffix:  # ':definitions/X'
-            inner = "/" + suffix
-        else:
-            type_name = suffix
-    return location, type_name, inner
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -126,7 +108,7 @@ def resolve_data_schema(
     ref = d.get("dataschemauri") or d.get("dataschemaxid")
     if not ref:
         return None
-    location, type_name, pointer = _split_reference(ref)
+    location, type_name, pointer = split_reference(ref)
     scheme = urlparse(location).scheme.lower()
     if scheme in ("http", "https", "ftp", "ws", "wss"):
         raise SchemaReferenceError(
