@@ -7,6 +7,7 @@ from pyspark.sql.types import DataType
 from .avro import avro_to_spark
 from .json_schema import SchemaError, json_schema_to_spark
 from .json_structure import json_structure_to_spark
+from .protobuf import protobuf_to_spark
 from .references import DataSchema
 
 
@@ -29,6 +30,8 @@ def spark_type(schema: DataSchema) -> tuple[DataType, bool]:
             return json_structure_to_spark(schema.content, schema.document, schema.type_name)
         if schema.family == "avro":
             return _avro(schema)
+        if schema.family == "protobuf":
+            return protobuf_to_spark(schema.content, schema.type_name)
     except SchemaError as exc:
         if schema.message in str(exc):
             raise
