@@ -1,8 +1,9 @@
 """The Dagster code location: definitions load, the catalog asset materializes, bad catalogs fail cleanly."""
 
 import json
+import shutil
 
-from dagster import materialize
+from dagster import AssetKey, materialize
 
 from catalake.assets import message_catalog
 from catalake.definitions import build_definitions, defs
@@ -22,10 +23,28 @@ def resources(catalog_paths, warehouse):
     }
 
 
-def test_definitions_load():
+def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
-    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog"}
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert "message_catalog" in keys and len(keys) == 1 + 9
     assert defs.resolve_job_def("catalake_job") is not None
+    spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
+    assert spec.group_name == "bikeshare_rides_kafka"
+    assert set(spec.kinds) == {"spark", "delta"}
+    assert spec.description.startswith("RideStarted on the 'rides' topic.")
+    assert AssetKey("message_catalog") in spec.parent_keys
+    columns = {c.name: c for c in spec.metadata["dagster/column_schema"].columns}
+    assert columns["kafka_offset"].type == "bigint"
+    assert columns["data"].type.startswith("struct<ride_id:string,bike_id:string")
+    assert columns["city"].description == "Value of the uritemplate placeholder {city}."
+    assert spec.metadata["dagster/table_name"] == "bikeshare_rides_kafka__ridestarted"
+
+
+def test_an_invalid_catalog_still_loads_the_code_location(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    repo = build_definitions(Settings(catalog=(bad,), warehouse=tmp_path / "wh")).get_repository_def()
+    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog"}
 
 
 def test_settings_from_environment(tmp_path):
@@ -50,6 +69,28 @@ def test_message_catalog_materializes(spark, tmp_path):
     assert meta["committed"].value is True
     store = DeltaStore(spark, tmp_path / "wh")
     assert store.read(CATALOG_TABLE).count() == 9
+    # every definition's table exists before any event arrives
+    assert meta["tables_created"].value == 9
+    assert store.exists("messages/bikeshare_docks_mqtt__dockstatus")
+    assert store.read("messages/bikeshare_docks_mqtt__dockstatus").count() == 0
+    again = materialize([message_catalog], resources=resources([DEMO_CATALOG], tmp_path / "wh"))
+    (mat,) = again.asset_materializations_for_node("message_catalog")
+    assert mat.metadata["tables_created"].value == 0 and mat.metadata["tables_evolved"].value == 0
+
+
+def test_refused_evolution_fails_the_catalog_asset(spark, tmp_path):
+    catalog_dir = tmp_path / "catalog"
+    shutil.copytree(DEMO_CATALOG, catalog_dir)
+    assert materialize([message_catalog], resources=resources([catalog_dir], tmp_path / "wh")).success
+    doc = json.loads((catalog_dir / "schemas.xreg.json").read_text())
+    versions = doc["schemagroups"]["bikeshare.payments.json"]["schemas"]["PaymentCaptured"]["versions"]
+    (version,) = versions.values()
+    version["schema"]["properties"]["amount"] = {"type": "string"}
+    (catalog_dir / "schemas.xreg.json").write_text(json.dumps(doc))
+    result = materialize([message_catalog], resources=resources([catalog_dir], tmp_path / "wh"), raise_on_error=False)
+    assert not result.success
+    problems = result.failure_data_for_node("message_catalog").user_failure_data.metadata["problems"].value
+    assert "table messages/bikeshare_payments__paymentcaptured: column data.amount: double -> string" in problems
 
 
 def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):

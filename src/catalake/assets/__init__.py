@@ -2,5 +2,6 @@
 
 from .catalog import message_catalog
 from .jobs import catalake_job
+from .messages import message_specs
 
-__all__ = ["catalake_job", "message_catalog"]
+__all__ = ["catalake_job", "message_catalog", "message_specs"]

@@ -1,36 +1,32 @@
 """The message catalog itself, materialized as the Delta table `catalog/messages`."""
 
 
-from dagster import (
-    AssetExecutionContext,
-    Failure,
-    MaterializeResult,
-    MetadataValue,
-    TableColumn,
-    TableSchema,
-    asset,
-)
+from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
 from catalake.platform.catalog import CatalogError
 from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
+from catalake.platform.evolution import EvolutionError
+from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.report import catalog_rows, markdown_table
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
+from .metadata import column_schema
+
 PREVIEW_ROWS = 25
-
-
-def column_schema() -> TableSchema:
-    return TableSchema(
-        columns=[
-            TableColumn(name=f.name, type=f.dataType.simpleString(), description=f.metadata.get("comment"))
-            for f in SCHEMA.fields
-        ]
-    )
 
 
 def _problems_markdown(problems) -> str:
     rows = [[p.file, p.pointer or "(document)", p.rule, p.message] for p in problems]
     return markdown_table(["file", "pointer", "rule", "problem"], rows)
+
+
+def _fail(context: AssetExecutionContext, what: str, lines: list[str]) -> Failure:
+    for line in lines:
+        context.log.error(line)
+    return Failure(
+        description=f"{what}: {len(lines)} problem(s); no table was changed",
+        metadata={"problems": MetadataValue.md("\n".join(f"- {line}" for line in lines))},
+    )
 
 
 @asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"})
@@ -44,8 +40,11 @@ def message_catalog(
 
     Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
     validates structure and the spec's rules, resolves basemessage chains and xref aliases,
-    fills in implied attributes, and writes `catalog/messages`. An invalid catalog fails with
-    every problem (file, JSON pointer, rule) and leaves existing tables untouched.
+    fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
+    table under `messages/` (schema derived from its data schema), or adds the new nullable
+    columns of a changed definition. An invalid catalog, a data schema that cannot be derived, or
+    a change that would retype, remove or tighten a column fails with every problem and leaves
+    all tables untouched.
     """
     try:
         catalog = catalog_source.load()
@@ -57,7 +56,14 @@ def message_catalog(
         ) from None
     for warning in catalog.warnings:
         context.log.warning(str(warning))
+    tables, schema_errors = message_tables(catalog, catalog_source.roots())
+    if schema_errors:
+        raise _fail(context, "data schemas that cannot be derived", schema_errors)
     store = warehouse.store(spark.session)
+    try:
+        synced = sync_message_tables(store, tables)
+    except EvolutionError as exc:
+        raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
     result = write_catalog_table(store, catalog)
     headers, rows = catalog_rows(catalog)
     files = [
@@ -67,7 +73,7 @@ def message_catalog(
     return MaterializeResult(
         metadata={
             "dagster/row_count": len(catalog),
-            "dagster/column_schema": column_schema(),
+            "dagster/column_schema": column_schema(SCHEMA),
             "dagster/table_name": CATALOG_TABLE.replace("/", "."),
             "path": MetadataValue.path(store.path(CATALOG_TABLE)),
             "delta_version": result["version"],
@@ -79,6 +85,14 @@ def message_catalog(
             "groups": len({m.group_id for m in catalog}),
             "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
             "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
+            "tables_created": sum(1 for v in synced.values() if v == "created"),
+            "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
+            "tables": MetadataValue.md(
+                markdown_table(
+                    ["table", "outcome"],
+                    [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
+                )
+            ),
             "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
         }
     )

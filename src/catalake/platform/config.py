@@ -23,6 +23,8 @@ class Settings:
     CATALAKE_WAREHOUSE  where Delta tables are written
     CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
     CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
+    CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
+                           (default: the catalog's own folders; nothing else is ever read)
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
@@ -30,6 +32,11 @@ class Settings:
     warehouse: Path = Path("warehouse")
     spark_master: str = "local[*]"
     delta_backend: str = "auto"
+    schema_roots: tuple[Path, ...] = ()
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self.schema_roots or catalog_roots(self.catalog)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -41,4 +48,10 @@ class Settings:
             warehouse=Path(env.get("CATALAKE_WAREHOUSE") or default.warehouse).expanduser().absolute(),
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
+            schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
         )
+
+
+def catalog_roots(paths) -> tuple[Path, ...]:
+    """The folders catalog paths live in: where their relative schema references may point."""
+    return tuple(Path(p) if Path(p).is_dir() else Path(p).parent for p in paths)

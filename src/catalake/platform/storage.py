@@ -25,14 +25,14 @@ from urllib.parse import quote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
 log = logging.getLogger(__name__)
 
@@ -286,6 +286,17 @@ class DeltaStore:
             )
         return True
 
+    def add_columns(self, name: str, schema: StructType) -> None:
+        """Evolve the table to `schema` (its columns plus new nullable ones, at any depth) in one
+        metadata-only commit. Which changes are allowed is decided before (platform.evolution)."""
+        if self.backend == "delta-spark":
+            (
+                self.spark.createDataFrame([], schema).write.format("delta")
+                .mode("append").option("mergeSchema", "true").save(self.path(name))
+            )
+            return
+        write_deltalake(self.path(name), _arrow_schema(schema).empty_table(), mode="append", schema_mode="merge")
+
     # -- writes
     def append(self, name: str, df: DataFrame) -> None:
         self._write(name, df, mode="append")
@@ -371,17 +382,49 @@ class DeltaStore:
 
 
 def _spark_schema(table: DeltaTable) -> StructType:
-    return from_arrow_schema(pa.schema(table.schema().to_arrow()))
+    """The table's schema as Spark sees it, column metadata (comments, catalake.*) included.
+
+    Delta's schema JSON is Spark's own; delta-rs keeps metadata values as strings, so ours
+    (JSON-encoded on the way in, see _arrow_field) are decoded again.
+    """
+    return StructType.fromJson(_decode_metadata(json.loads(table.schema().to_json())))
+
+
+def _decode_metadata(node):
+    if isinstance(node, dict):
+        out = {k: _decode_metadata(v) for k, v in node.items() if k != "metadata"}
+        if "metadata" in node:
+            out["metadata"] = {
+                k: (json.loads(v) if k.startswith("catalake.") and isinstance(v, str) else v)
+                for k, v in node["metadata"].items()
+            }
+        return out
+    if isinstance(node, list):
+        return [_decode_metadata(v) for v in node]
+    return node
+
+
+def _with_metadata(arrow_type: pa.DataType, spark_type) -> pa.DataType:
+    """arrow_type with the Spark fields' metadata attached at every nesting level."""
+    if isinstance(spark_type, StructType):
+        return pa.struct([_arrow_field(arrow_type.field(i), f) for i, f in enumerate(spark_type.fields)])
+    if isinstance(spark_type, ArrayType):
+        item = arrow_type.value_field
+        return pa.list_(item.with_type(_with_metadata(item.type, spark_type.elementType)))
+    if isinstance(spark_type, MapType):
+        return pa.map_(arrow_type.key_type, _with_metadata(arrow_type.item_type, spark_type.valueType))
+    return arrow_type
+
+
+def _arrow_field(field: pa.Field, spark_field: StructField) -> pa.Field:
+    field = field.with_type(_with_metadata(field.type, spark_field.dataType))
+    metadata = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in spark_field.metadata.items()}
+    return field.with_metadata(metadata) if metadata else field
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
     arrow = to_arrow_schema(schema, timestamp_utc=True)
-    return pa.schema(
-        [
-            f.with_metadata({"comment": sf.metadata["comment"]}) if sf.metadata.get("comment") else f
-            for f, sf in zip(arrow, schema.fields)
-        ]
-    )
+    return pa.schema([_arrow_field(f, sf) for f, sf in zip(arrow, schema.fields)])
 
 
 __all__ = ["BACKENDS", "DeltaStore", "DeltaRsDataSource", "StorageError", "choose_backend", "native_delta_available"]

@@ -49,11 +49,21 @@ class MessageDefinition:
         """The per-message table this definition feeds: SQL-safe, `<group>__<message>`.
 
         Message ids usually repeat their group id as a prefix; it is dropped from the second part.
+        A definition that declares a `versionid` other than the default "1" is a new version of
+        the message with a table of its own, `<group>__<message>__v<version>` (see evolution.py).
         """
         group, message = slug(self.group_id), slug(self.message_id)
         if message.startswith(group + "_"):
             message = message[len(group) + 1 :]
-        return f"{group}__{message}"
+        name = f"{group}__{message}"
+        if self.version not in (None, "1"):
+            name += f"__v{slug(self.version)}"
+        return name
+
+    @property
+    def version(self) -> str | None:
+        version = self.definition.get("versionid")
+        return None if version is None else str(version)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.definition.get(key, default)

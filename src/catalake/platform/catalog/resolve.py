@@ -67,7 +67,7 @@ FORMAT_CONTENT_TYPES = {
     "xmlschema": "application/xml",
 }
 
-NOT_INHERITED = {"messageid", "basemessage", "xref", "original_messageid", "meta", "_own", "_chain"}
+NOT_INHERITED = {"messageid", "versionid", "basemessage", "xref", "original_messageid", "meta", "_own", "_chain"}
 
 
 def message_key(ref: str) -> Key | None:

@@ -1,0 +1,59 @@
+"""One asset per message definition: its Delta table under `messages/`."""
+
+from dagster import AssetKey, AssetSpec, MetadataValue
+
+from catalake.platform.catalog import Catalog, CatalogError, load_catalog
+from catalake.platform.catalog.model import MessageDefinition, slug
+from catalake.platform.config import Settings
+from catalake.platform.message_table import message_table
+from catalake.platform.schemas.json_schema import SchemaError
+
+from .metadata import column_schema
+
+CATALOG_KEY = AssetKey("message_catalog")
+
+
+def message_key(message: MessageDefinition) -> AssetKey:
+    return AssetKey(["messages", message.group_id, message.message_id])
+
+
+def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings) -> AssetSpec:
+    description = message.get("description") or message.get("name") or message.message_id
+    metadata = {
+        "xid": message.xid,
+        "dagster/table_name": message.table_name,
+        "envelope": message.envelope or "none",
+        "protocol": message.protocol or "any",
+        "placeholders": ", ".join(message.placeholders) or "none",
+    }
+    try:
+        table = message_table(message, catalog, settings.roots)
+    except SchemaError as exc:
+        metadata["schema_error"] = str(exc)  # the catalog asset fails with it; shown here too
+    else:
+        metadata["dagster/column_schema"] = column_schema(table.schema)
+        metadata["path"] = MetadataValue.path(str(settings.warehouse / table.name))
+        if table.data_schema is not None:
+            metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
+    return AssetSpec(
+        key=message_key(message),
+        description=f"{description}\n\n`{message.xid}` -> Delta table `{message.table_name}`",
+        group_name=slug(message.group_id),
+        kinds={"spark", "delta"},
+        deps=[CATALOG_KEY],
+        metadata=metadata,
+        tags={"layer": "messages"},
+    )
+
+
+def message_specs(settings: Settings) -> list[AssetSpec]:
+    """Specs for the configured catalog as it is when the code location loads.
+
+    An invalid catalog gives no specs here (the code location still loads); materializing
+    `message_catalog` shows its problems.
+    """
+    try:
+        catalog = load_catalog(settings.catalog)
+    except CatalogError:
+        return []
+    return [message_spec(m, catalog, settings) for m in catalog]

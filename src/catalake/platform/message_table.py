@@ -1,0 +1,280 @@
+"""The per-message Delta tables: one per message definition, its columns derived from the catalog.
+
+Columns, in order:
+* the CloudEvents envelope (CloudEvents definitions only): the core attributes, then every
+  extension attribute the definition declares, typed per its declaration (`time` timestamp);
+  `other_attributes` holds undeclared extension attributes as text;
+* one string column per uritemplate placeholder of the definition (`region`, `hubid`, ...);
+* `protocol` (how the record arrived) and the protocol metadata of the definition's protocol
+  (Kafka topic/partition/offset/key/timestamp/headers, MQTT topic/qos/retain/..., AMQP, HTTP,
+  NATS); a definition without a protocol applies to every binding and keeps `protocol_metadata`;
+* `data`: the payload, typed from the derived data schema;
+* lineage: `source_file`, `source_line`, `ingested_at`; the partition column `event_date`.
+
+CloudEvents attribute names are lower-case letters and digits only, so the columns with an
+underscore never collide with an attribute; a placeholder named like another column is stored as
+`placeholder_<name>`.
+
+Nullability: only what every stored record has is NOT NULL (the four required CloudEvents
+attributes, lineage, event_date). Everything else is nullable in Delta, and what the catalog
+requires is marked `catalake.required` in the column metadata; Delta cannot relax a NOT NULL
+column later, and the matcher and the expectation suites enforce `required` anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from .catalog.model import Catalog, MessageDefinition
+from .evolution import EvolutionError, plan_evolution
+from .schemas.derive import spark_type
+from .schemas.json_schema import SchemaError
+from .schemas.references import DataSchema, resolve_data_schema
+from .schemas.unions import JSON_STRING
+from .storage import DeltaStore
+
+MESSAGES_PREFIX = "messages/"
+PARTITION_COLUMN = "event_date"
+
+# CloudEvents 1.0 core attributes: (description, always required)
+CORE_ATTRIBUTES = {
+    "specversion": ("CloudEvents specification version.", True),
+    "id": ("Identifies the event; unique per source.", True),
+    "source": ("Context in which the event happened.", True),
+    "type": ("Type of event related to the originating occurrence.", True),
+    "subject": ("Subject of the event in the context of the event producer.", False),
+    "time": ("When the occurrence happened.", False),
+    "datacontenttype": ("Content type of the data value.", False),
+    "dataschema": ("Schema that the data adheres to.", False),
+}
+
+# CloudEvents attribute type system (spec "Type System") -> Spark
+ATTRIBUTE_TYPES: dict[str, DataType] = {
+    "boolean": BooleanType(),
+    "integer": IntegerType(),  # CloudEvents Integer is 32-bit signed
+    "string": StringType(),
+    "binary": BinaryType(),
+    "uri": StringType(),
+    "urireference": StringType(),
+    "uritemplate": StringType(),
+    "timestamp": TimestampType(),
+}
+
+TEXT_MAP = MapType(StringType(), StringType(), True)
+
+PROTOCOL_COLUMNS: dict[str, list[tuple[str, DataType, str]]] = {
+    "KAFKA": [
+        ("kafka_topic", StringType(), "Kafka topic."),
+        ("kafka_partition", IntegerType(), "Kafka partition."),
+        ("kafka_offset", LongType(), "Offset within the partition."),
+        ("kafka_key", StringType(), "Record key (text, or base64 when binary)."),
+        ("kafka_timestamp", TimestampType(), "Record timestamp."),
+        ("kafka_headers", TEXT_MAP, "Record headers other than CloudEvents attributes."),
+    ],
+    "MQTT": [
+        ("mqtt_topic_name", StringType(), "MQTT topic name."),
+        ("mqtt_qos", IntegerType(), "MQTT quality of service (0, 1, 2)."),
+        ("mqtt_retain", BooleanType(), "MQTT retain flag."),
+        ("mqtt_content_type", StringType(), "MQTT 5 content type."),
+        ("mqtt_user_properties", TEXT_MAP, "MQTT 5 user properties other than CloudEvents attributes."),
+    ],
+    "AMQP": [
+        ("amqp_message_id", StringType(), "AMQP properties message-id."),
+        ("amqp_to", StringType(), "AMQP properties to (address)."),
+        ("amqp_subject", StringType(), "AMQP properties subject."),
+        ("amqp_content_type", StringType(), "AMQP properties content-type."),
+        ("amqp_application_properties", TEXT_MAP, "AMQP application properties other than CloudEvents attributes."),
+        ("amqp_message_annotations", TEXT_MAP, "AMQP message annotations."),
+    ],
+    "HTTP": [
+        ("http_method", StringType(), "HTTP request method."),
+        ("http_path", StringType(), "HTTP request path."),
+        ("http_query", TEXT_MAP, "HTTP query parameters."),
+        ("http_headers", TEXT_MAP, "HTTP headers other than CloudEvents attributes."),
+    ],
+    "NATS": [
+        ("nats_subject", StringType(), "NATS subject."),
+        ("nats_reply_to", StringType(), "NATS reply subject."),
+        ("nats_headers", TEXT_MAP, "NATS headers other than CloudEvents attributes."),
+    ],
+    "ROCKETMQ": [
+        ("rocketmq_topic", StringType(), "RocketMQ topic."),
+        ("rocketmq_tags", StringType(), "RocketMQ tags."),
+        ("rocketmq_keys", StringType(), "RocketMQ keys."),
+        ("rocketmq_properties", TEXT_MAP, "RocketMQ properties other than CloudEvents attributes."),
+    ],
+}
+
+LINEAGE_COLUMNS = [
+    StructField("source_file", StringType(), False, {"comment": "Landed file the record was read from."}),
+    StructField("source_line", LongType(), False, {"comment": "Line (JSON lines) or element (batch) number in the file, from 1."}),
+    StructField("ingested_at", TimestampType(), False, {"comment": "When the partition run that wrote the row started."}),
+    StructField(PARTITION_COLUMN, DateType(), False, {"comment": "Landing partition (day) the record came from."}),
+]
+
+
+@dataclass(frozen=True)
+class MessageTable:
+    message: MessageDefinition
+    schema: StructType
+    data_schema: DataSchema | None
+
+    @property
+    def name(self) -> str:
+        """Name in the warehouse (the folder under its root)."""
+        return MESSAGES_PREFIX + self.message.table_name
+
+    @property
+    def description(self) -> str:
+        text = self.message.get("description") or self.message.get("name") or self.message.message_id
+        return f"{text} ({self.message.xid})"
+
+
+def protocol_family(protocol: str | None) -> str | None:
+    """'MQTT/5.0' -> 'MQTT'; None for definitions that apply to every binding."""
+    if not protocol or protocol.lower() == "none":
+        return None
+    return protocol.split("/")[0].upper()
+
+
+def _meta(description: str | None, required: bool = False, extra: dict | None = None) -> dict:
+    meta = dict(extra or {})
+    if description:
+        meta["comment"] = description
+    if required:
+        meta["catalake.required"] = True
+    return meta
+
+
+def relax(dtype: DataType) -> DataType:
+    """dtype with every nested field nullable and `catalake.required` marking what was not."""
+    if isinstance(dtype, StructType):
+        return StructType([
+            StructField(f.name, relax(f.dataType), True, {**f.metadata, "catalake.required": True} if not f.nullable else f.metadata)
+            for f in dtype.fields
+        ])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(relax(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(dtype.keyType, relax(dtype.valueType), True)
+    return dtype
+
+
+def envelope_columns(message: MessageDefinition) -> list[StructField]:
+    if not (message.envelope or "").lower().startswith("cloudevents"):
+        return []
+    declared = message.attributes
+    columns = []
+    names = list(CORE_ATTRIBUTES) + [n for n in declared if n not in CORE_ATTRIBUTES]
+    for name in names:
+        decl = declared.get(name) if isinstance(declared.get(name), dict) else {}
+        description, always = CORE_ATTRIBUTES.get(name, (None, False))
+        dtype = ATTRIBUTE_TYPES.get(str(decl.get("type", "string")).lower(), StringType())
+        if name == "time":
+            dtype = TimestampType()
+        comment = decl.get("description") or description or f"Extension attribute '{name}'."
+        if always:
+            columns.append(StructField(name, dtype, False, _meta(comment)))
+        else:
+            columns.append(StructField(name, dtype, True, _meta(comment, bool(decl.get("required")))))
+    columns.append(StructField("other_attributes", TEXT_MAP, True, _meta("Extension attributes the definition does not declare, as text.")))
+    return columns
+
+
+def placeholder_columns(message: MessageDefinition, taken: set[str]) -> list[StructField]:
+    columns = []
+    for name in message.placeholders:
+        column = name if name not in taken else f"placeholder_{name}"
+        columns.append(StructField(column, StringType(), True, _meta(f"Value of the uritemplate placeholder {{{name}}}.")))
+    return columns
+
+
+def protocol_columns(message: MessageDefinition) -> list[StructField]:
+    columns = [StructField("protocol", StringType(), True, _meta("Protocol binding the record arrived by (null: CloudEvents JSON without one)."))]
+    family = protocol_family(message.protocol)
+    if family in PROTOCOL_COLUMNS:
+        columns += [StructField(n, t, True, _meta(d)) for n, t, d in PROTOCOL_COLUMNS[family]]
+    else:
+        columns.append(StructField("protocol_metadata", TEXT_MAP, True, _meta("Protocol metadata of the record (topic, partition, ...), as text.")))
+    return columns
+
+
+def data_column(message: MessageDefinition, data_schema: DataSchema | None) -> StructField:
+    if data_schema is None:
+        return StructField("data", StringType(), True, _meta("Payload as JSON text (the definition declares no data schema).", extra=JSON_STRING))
+    if data_schema.family == "xsd":
+        return StructField("data", StringType(), True, _meta(f"Payload as XML text ({data_schema.reference or 'inline XSD'}).", extra={"catalake.xml": True}))
+    dtype, nullable = spark_type(data_schema)
+    where = data_schema.reference or "inline schema"
+    return StructField("data", relax(dtype), True, _meta(f"Payload, typed from {data_schema.format or data_schema.family} {where}.", not nullable))
+
+
+def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[Path]) -> MessageTable:
+    """The table of one definition; SchemaError when its data schema cannot be resolved or mapped."""
+    data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
+    envelope = envelope_columns(message)
+    protocol = protocol_columns(message)
+    taken = {f.name for f in envelope + protocol + LINEAGE_COLUMNS} | {"data"}
+    fields = envelope + placeholder_columns(message, taken) + protocol + [data_column(message, data_schema)] + LINEAGE_COLUMNS
+    return MessageTable(message, StructType(fields), data_schema)
+
+
+def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
+    """Every definition's table, and the errors of the definitions whose schema does not derive."""
+    tables, errors = [], []
+    for message in catalog:
+        try:
+            tables.append(message_table(message, catalog, roots))
+        except SchemaError as exc:
+            errors.append(str(exc))
+    return tables, errors
+
+
+def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> dict[str, list[str] | str]:
+    """Create missing tables and add new nullable columns to existing ones.
+
+    Every change is checked first: one refused evolution (EvolutionError, naming table, column,
+    old and new type) leaves every table untouched. Returns, per table, "created", "unchanged"
+    or the list of added column paths.
+    """
+    plans: dict[str, list[str] | None] = {}
+    refusals = []
+    for table in tables:
+        if not store.exists(table.name):
+            plans[table.name] = None
+            continue
+        try:
+            plans[table.name] = plan_evolution(table.name, store.spark_schema(table.name), table.schema)
+        except EvolutionError as exc:
+            refusals += exc.refusals
+    if refusals:
+        raise EvolutionError(refusals)
+    outcome: dict[str, list[str] | str] = {}
+    for table in tables:
+        added = plans[table.name]
+        if added is None:
+            store.create(table.name, table.schema, partition_by=[PARTITION_COLUMN], description=table.description)
+            outcome[table.name] = "created"
+        elif added:
+            store.add_columns(table.name, table.schema)
+            outcome[table.name] = added
+        else:
+            outcome[table.name] = "unchanged"
+    return outcome
