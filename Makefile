@@ -21,11 +21,13 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 demo: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)
 	$(BIN)/catalake catalog show src/catalake/demo/catalog
-	$(BIN)/dagster job execute -m catalake.definitions -j catalake_job
+	$(BIN)/catalake run --from 2026-11-20 --to 2026-11-21
 	@echo
-	@echo "Done. The catalog table is the Delta table $(CURDIR)/warehouse/catalog/messages"
-	@echo "  (open it with deltalake.DeltaTable, Spark or any Delta reader)."
-	@echo "See the run and the asset's metadata in the Dagster UI: make dev, then http://127.0.0.1:3000"
+	@echo "Done. Delta tables under $(CURDIR)/warehouse:"
+	@echo "  catalog/messages (the catalog), messages/<group>__<message> (one per definition), deadletter"
+	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader)."
+	@echo "See the runs, partitions, row counts and the conservation check in the Dagster UI:"
+	@echo "  make dev, then http://127.0.0.1:3000"
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest

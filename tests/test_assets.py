@@ -26,7 +26,7 @@ def resources(catalog_paths, warehouse):
 def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert "message_catalog" in keys and len(keys) == 1 + 9
+    assert "message_catalog" in keys and "deadletter" in keys and len(keys) == 2 + 9
     assert defs.resolve_job_def("catalake_job") is not None
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
     assert spec.group_name == "bikeshare_rides_kafka"
@@ -44,7 +44,7 @@ def test_an_invalid_catalog_still_loads_the_code_location(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
     repo = build_definitions(Settings(catalog=(bad,), warehouse=tmp_path / "wh")).get_repository_def()
-    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog"}
+    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog", "deadletter"}
 
 
 def test_settings_from_environment(tmp_path):

@@ -65,6 +65,56 @@ def _schema_show(args) -> int:
     return 0
 
 
+def _days(args) -> list:
+    import datetime as dt
+
+    if args.date:
+        return [dt.date.fromisoformat(args.date)]
+    first, last = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end or args.start)
+    if last < first:
+        raise SystemExit(f"--to {last} is before --from {first}")
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def _run(args) -> int:
+    """Materialize the catalog, then one Dagster run per partition (recorded in DAGSTER_HOME when set)."""
+    import json
+    import os
+
+    from dagster import DagsterInstance
+
+    from catalake.definitions import build_definitions
+
+    days = _days(args)
+    defs = build_definitions(Settings.from_env())
+    instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+    catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False)
+    if not catalog_run.success:
+        print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
+        return 1
+    events_job = defs.resolve_job_def("events_job")
+    status = 0
+    for day in days:
+        run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False)
+        result = None
+        for event in run.get_asset_materialization_events():
+            materialization = event.event_specific_data.materialization
+            if materialization.asset_key.to_user_string() == "deadletter":
+                result = materialization.metadata["result"].value
+        if not run.success or result is None:
+            print(f"{day}: run {run.run_id} failed", file=sys.stderr)
+            status = 1
+            continue
+        if args.json:
+            print(json.dumps(result, sort_keys=True))
+        else:
+            dead = sum(result["deadletter"].values())
+            print(f"{day}: {result['records']} records -> {sum(result['tables'].values())} in "
+                  f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
+                  f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
+    return status
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catalake", description="Catalog-driven event lakehouse.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -82,6 +132,13 @@ def parser() -> argparse.ArgumentParser:
     ss.add_argument("message", help="message id (or xid /messagegroups/g/messages/m)")
     ss.add_argument("--catalog", nargs="+", help="catalog files or directories (default: CATALAKE_CATALOG)")
     ss.set_defaults(func=_schema_show)
+    run = sub.add_parser("run", help="classify landed events of one day or a range of days (one Dagster run per day)")
+    when = run.add_mutually_exclusive_group(required=True)
+    when.add_argument("--date", help="one partition, YYYY-MM-DD")
+    when.add_argument("--from", dest="start", help="first partition of a range, YYYY-MM-DD")
+    run.add_argument("--to", dest="end", help="last partition of the range (default: --from)")
+    run.add_argument("--json", action="store_true", help="print one JSON result per partition")
+    run.set_defaults(func=_run)
     return p
 
 

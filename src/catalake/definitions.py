@@ -2,22 +2,35 @@
 
 from dagster import Definitions, in_process_executor
 
-from catalake.assets import catalake_job, message_catalog, message_specs
+from catalake.assets import (
+    build_daily_schedule,
+    build_events_asset,
+    build_events_job,
+    build_landing_sensor,
+    catalake_job,
+    daily_partitions,
+    message_catalog,
+)
 from catalake.platform.config import Settings
-from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
+from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 
 def build_definitions(settings: Settings | None = None) -> Definitions:
     settings = settings or Settings.from_env()
+    partitions = daily_partitions(settings)
+    events_job = build_events_job(partitions)
     return Definitions(
-        assets=[message_catalog, *message_specs(settings)],
-        jobs=[catalake_job],
+        assets=[message_catalog, build_events_asset(settings)],
+        jobs=[catalake_job, events_job],
+        schedules=[build_daily_schedule(events_job)],
+        sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
         resources={
             "spark": SparkSessionResource(master=settings.spark_master),
             "warehouse": Warehouse(path=str(settings.warehouse), delta_backend=settings.delta_backend),
             "catalog_source": CatalogSource(
                 paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
             ),
+            "landing": LandingZone(path=str(settings.landing)),
         },
         # One Spark session per run: steps share the process instead of each starting a JVM.
         executor=in_process_executor,

@@ -1,7 +1,19 @@
 """Dagster assets, checks, jobs, schedules and sensors."""
 
 from .catalog import message_catalog
-from .jobs import catalake_job
+from .events import build_events_asset, daily_partitions
+from .jobs import build_events_job, catalake_job
 from .messages import message_specs
+from .schedules import build_daily_schedule
+from .sensors import build_landing_sensor
 
-__all__ = ["catalake_job", "message_catalog", "message_specs"]
+__all__ = [
+    "build_daily_schedule",
+    "build_events_asset",
+    "build_events_job",
+    "build_landing_sensor",
+    "catalake_job",
+    "daily_partitions",
+    "message_catalog",
+    "message_specs",
+]

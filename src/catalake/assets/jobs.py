@@ -1,7 +1,18 @@
 from dagster import AssetSelection, define_asset_job
 
+from .events import DEADLETTER_KEY
+
 catalake_job = define_asset_job(
     "catalake_job",
-    selection=AssetSelection.all(),
-    description="Materialize the whole lakehouse from the configured catalog.",
+    selection=AssetSelection.assets("message_catalog"),
+    description="Materialize the catalog table and create or evolve every per-message table.",
 )
+
+
+def build_events_job(partitions_def):
+    return define_asset_job(
+        "events_job",
+        selection=AssetSelection.assets(DEADLETTER_KEY) | AssetSelection.key_prefixes("messages"),
+        partitions_def=partitions_def,
+        description="Classify one day of landed events into the per-message tables and the dead-letter table.",
+    )

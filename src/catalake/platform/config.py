@@ -23,6 +23,7 @@ class Settings:
     CATALAKE_WAREHOUSE  where Delta tables are written
     CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
     CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
+    CATALAKE_START_DATE    first daily partition (YYYY-MM-DD)
     CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
                            (default: the catalog's own folders; nothing else is ever read)
     """
@@ -33,6 +34,7 @@ class Settings:
     spark_master: str = "local[*]"
     delta_backend: str = "auto"
     schema_roots: tuple[Path, ...] = ()
+    start_date: str = "2026-11-01"
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -49,6 +51,7 @@ class Settings:
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
+            start_date=env.get("CATALAKE_START_DATE") or default.start_date,
         )
 
 

@@ -43,6 +43,7 @@ from pyspark.sql.types import (
 )
 
 from .catalog.model import Catalog, MessageDefinition
+from .catalog.normalize import protocol_family
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_type
 from .schemas.json_schema import SchemaError
@@ -145,13 +146,6 @@ class MessageTable:
     def description(self) -> str:
         text = self.message.get("description") or self.message.get("name") or self.message.message_id
         return f"{text} ({self.message.xid})"
-
-
-def protocol_family(protocol: str | None) -> str | None:
-    """'MQTT/5.0' -> 'MQTT'; None for definitions that apply to every binding."""
-    if not protocol or protocol.lower() == "none":
-        return None
-    return protocol.split("/")[0].upper()
 
 
 def _meta(description: str | None, required: bool = False, extra: dict | None = None) -> dict:

@@ -418,7 +418,10 @@ def _with_metadata(arrow_type: pa.DataType, spark_type) -> pa.DataType:
 
 def _arrow_field(field: pa.Field, spark_field: StructField) -> pa.Field:
     field = field.with_type(_with_metadata(field.type, spark_field.dataType))
-    metadata = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in spark_field.metadata.items()}
+    metadata = {
+        k: (v if isinstance(v, str) and not k.startswith("catalake.") else json.dumps(v))
+        for k, v in spark_field.metadata.items()
+    }
     return field.with_metadata(metadata) if metadata else field
 
 

@@ -59,6 +59,14 @@ LOGICAL: dict[str, DataType] = {
     "local-timestamp-micros": TimestampNTZType(),
     "uuid": StringType(),
 }
+# How Avro's JSON encoding writes these logical types (numbers), for reading JSON payloads
+UNITS = {
+    "date": "days",
+    "timestamp-millis": "millis",
+    "timestamp-micros": "micros",
+    "local-timestamp-millis": "millis",
+    "local-timestamp-micros": "micros",
+}
 
 
 def parse(schema: Any, named: dict | None = None) -> Any:
@@ -97,7 +105,7 @@ class _Mapper:
         if logical == "decimal" and kind in ("bytes", "fixed"):
             return DecimalType(int(schema["precision"]), int(schema.get("scale", 0))), False, {}
         if logical in LOGICAL:
-            return LOGICAL[logical], False, {}
+            return LOGICAL[logical], False, ({"catalake.unit": UNITS[logical]} if logical in UNITS else {})
         if kind == "record" or kind == "error":
             name = schema.get("name")
             if name in stack:
@@ -111,7 +119,7 @@ class _Mapper:
                 fields.append(StructField(f["name"], dtype, nullable, meta))
             return StructType(fields), False, ({"comment": schema["doc"]} if schema.get("doc") else {})
         if kind == "enum":
-            return StringType(), False, {}
+            return StringType(), False, {"catalake.check": {"enum": list(schema.get("symbols") or [])}}
         if kind == "fixed":
             return BinaryType(), False, {}
         if kind == "array":

@@ -48,6 +48,25 @@ class SchemaError(ValueError):
     """A data schema that cannot be mapped or resolved."""
 
 
+CONSTRAINTS = ("enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+               "minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
+
+
+def constraints(schema: dict) -> dict:
+    """The value constraints of one schema node that the platform checks natively (payload.py)
+    and turns into expectations; draft-04's boolean exclusiveMinimum/Maximum become the numbers
+    of later drafts."""
+    out = {k: schema[k] for k in CONSTRAINTS if k in schema}
+    for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if out.get(bound) is True and limit in out:
+            out[bound] = out.pop(limit)
+        elif isinstance(out.get(bound), bool):
+            out.pop(bound)
+    if schema.get("additionalProperties") is False and isinstance(schema.get("properties"), dict):
+        out["closed"] = sorted(schema["properties"])
+    return out
+
+
 def resource(schema: dict) -> Resource:
     """A referencing Resource; the dialect comes from `$schema` (draft-07 when absent or unknown)."""
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
@@ -105,7 +124,16 @@ class _Mapper:
 
     # -- mapping
     def map(self, schema: Any, resolver, seen: tuple[int, ...], depth: int) -> tuple[DataType, bool, dict]:
-        """(Spark type, nullable, field metadata) for one schema."""
+        """(Spark type, nullable, field metadata) for one schema; its value constraints ride along
+        in the metadata (`catalake.check`, see constraints())."""
+        dtype, nullable, meta = self._map(schema, resolver, seen, depth)
+        deref, _, _ = self.deref(schema, resolver, seen)
+        checks = constraints(deref) if isinstance(deref, dict) else {}
+        if checks and "catalake.json" not in meta:
+            meta = {**meta, "catalake.check": checks}
+        return dtype, nullable, meta
+
+    def _map(self, schema: Any, resolver, seen: tuple[int, ...], depth: int) -> tuple[DataType, bool, dict]:
         schema, resolver, seen = self.deref(schema, resolver, seen)
         if schema is None or depth > MAX_DEPTH:
             return StringType(), True, {**JSON_STRING, "catalake.recursion": True}

@@ -1,0 +1,23 @@
+import json
+
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+
+from catalake.platform.landing import landing_partitions
+
+
+def build_landing_sensor(events_job, landing_root, partitions_def):
+    @sensor(job=events_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.STOPPED)
+    def landing_sensor(context: SensorEvaluationContext):
+        """Requests a run for every landing folder that appeared or whose files changed."""
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now = landing_partitions(landing_root)
+        known = set(partitions_def.get_partition_keys())
+        requests = [
+            RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day)
+            for day, fingerprint in sorted(now.items())
+            if seen.get(day) != fingerprint and day in known
+        ]
+        context.update_cursor(json.dumps(now, sort_keys=True))
+        return requests or SkipReason("no new or changed landing folders")
+
+    return landing_sensor

@@ -1,0 +1,403 @@
+"""One partition run: landed records -> per-message tables and the dead-letter table.
+
+One pass: the day's files are read once by the executors, normalized (records.py), matched
+against the compiled catalog (matcher.py) and kept (persisted) while each touched table's
+partition is overwritten; Python runs only where it must (payloads that several definitions
+match, schemas with keywords the native checks do not cover, Avro binary payloads), through
+Arrow-batched pandas UDFs on just those rows.
+
+Every record read ends in exactly one table, and re-running a partition gives identical tables
+(every table the run touches has that partition replaced, including tables the partition no
+longer feeds). `conservation` checks it afterwards from the tables themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from .catalog.model import Catalog
+from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
+from .landing import partition_files, read_records
+from .matcher import compile_catalog, match
+from .message_table import ATTRIBUTE_TYPES, CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
+from .payload import needs_python_validation, typed_payload
+from .records import normalize
+from .schemas.references import DataSchema
+from .storage import DeltaStore
+
+MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
+AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
+
+
+@dataclass
+class PartitionResult:
+    partition: str
+    records: int
+    tables: dict[str, int] = field(default_factory=dict)  # message xid -> rows written
+    deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    written: list[str] = field(default_factory=list)  # warehouse table names overwritten
+
+    def as_json(self) -> dict:
+        return {"partition": self.partition, "records": self.records, "tables": self.tables, "deadletter": self.deadletter}
+
+
+# -- record-level reasons (before any definition is consulted)
+
+def record_reason() -> Column:
+    attrs = F.col("attrs")
+    missing_core = F.filter(
+        F.array(*[F.when(attrs[a].isNull(), F.lit(a)) for a in ("id", "source", "type", "specversion")]), lambda x: x.isNotNull()
+    )
+    return (
+        F.when(F.col("record_kind") == "malformed_json", F.struct(F.lit("malformed_json").alias("reason"), F.lit("not valid JSON").alias("detail")))
+        .when(F.col("record_kind") == "not_an_event", F.struct(F.lit("not_an_event").alias("reason"), F.lit("neither a CloudEvent nor a protocol record").alias("detail")))
+        .when(F.col("is_ce") & (F.size(missing_core) > 0), F.struct(
+            F.lit("missing_required_attribute").alias("reason"),
+            F.concat(F.lit("missing CloudEvents attribute(s): "), F.array_join(missing_core, ", ")).alias("detail")))
+        .when(F.col("is_ce") & (attrs["specversion"] != "1.0"), F.struct(
+            F.lit("unsupported_specversion").alias("reason"),
+            F.concat(F.lit("specversion "), attrs["specversion"], F.lit(" (1.0 is supported)")).alias("detail")))
+        .when(F.col("match_status") == "missing_required_attribute", F.struct(
+            F.lit("missing_required_attribute").alias("reason"),
+            F.concat(F.lit("missing: "), F.array_join(F.transform("missing", lambda k: F.regexp_replace(k, "^(ce|opt):", "")), ", ")).alias("detail")))
+        .when(F.col("match_status") == "no_match", F.struct(
+            F.lit("no_match").alias("reason"),
+            F.concat(F.lit("no definition matches type="), F.coalesce(attrs["type"], F.lit("-")),
+                     F.lit(" protocol="), F.coalesce(F.col("protocol"), F.lit("-")),
+                     F.lit(" address="), F.coalesce(F.col("address"), F.lit("-"))).alias("detail")))
+        .when(F.col("match_status") == "ambiguous", F.struct(
+            F.lit("ambiguous").alias("reason"), F.lit("several definitions match").alias("detail")))
+    )
+
+
+# -- Python validators, built on the executors from plain data
+
+def _validator_specs(tables: Sequence[MessageTable]) -> dict[str, tuple]:
+    specs = {}
+    for t in tables:
+        s = t.data_schema
+        if s is not None and s.family in ("jsonschema", "avro"):
+            specs[t.message.xid] = (s.family, s.content, s.document, s.type_name)
+    return specs
+
+
+def _make_validator(spec: tuple):
+    family, content, document, type_name = spec
+    if family == "jsonschema":
+        import jsonschema
+        from referencing import Registry
+
+        from .schemas.json_schema import resource
+
+        root = document if isinstance(document, dict) else content
+        registry = Registry().with_resource("urn:catalake:data-schema", resource(root))
+        cls = jsonschema.validators.validator_for(content if isinstance(content, dict) else {})
+        validator = cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
+
+        def errors(value) -> list[str]:
+            found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            return [f"data{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in found[:MAX_ERRORS]]
+
+        return errors
+    import fastavro
+    from fastavro.validation import ValidationError, validate
+
+    schema = content
+    if type_name and isinstance(content, list):
+        schema = [t for t in content if str(t.get("name", "")).rsplit(".", 1)[-1] == type_name][0]
+    parsed = fastavro.parse_schema(schema)
+
+    def avro_errors(value) -> list[str]:
+        try:
+            validate(value, parsed, raise_errors=True)
+            return []
+        except ValidationError as exc:
+            return [f"data: {e}" for e in exc.errors[:MAX_ERRORS]] or ["data: does not match the Avro schema"]
+        except Exception as exc:  # fastavro raises plain errors for some shapes
+            return [f"data: {exc}"]
+
+    return avro_errors
+
+
+def _resolve_ambiguous(specs: dict[str, tuple]):
+    """pandas UDF: (payload JSON, candidate xids) -> struct(winner, detail)."""
+    out = StructType([StructField("winner", StringType()), StructField("detail", StringType())])
+
+    @F.pandas_udf(out)
+    def resolve(payloads: pd.Series, candidates: pd.Series) -> pd.DataFrame:
+        validators: dict = {}
+        winners, details = [], []
+        for text, cands in zip(payloads, candidates):
+            value = json.loads(text) if isinstance(text, str) else None
+            valid, notes = [], []
+            for xid in list(cands):
+                if xid not in specs:
+                    notes.append(f"{xid}: no schema to decide with")
+                    continue
+                check = validators.setdefault(xid, _make_validator(specs[xid]))
+                problems = check(value)
+                if problems:
+                    notes.append(f"{xid}: {problems[0]}")
+                else:
+                    valid.append(xid)
+            winners.append(valid[0] if len(valid) == 1 else None)
+            details.append(None if len(valid) == 1 else
+                           f"{len(valid)} of {len(cands)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else ""))
+        return pd.DataFrame({"winner": winners, "detail": details})
+
+    return resolve
+
+
+def _python_errors(spec: tuple):
+    """pandas UDF: payload JSON -> validation errors (jsonschema / fastavro)."""
+    @F.pandas_udf("array<string>")
+    def validate(payloads: pd.Series) -> pd.Series:
+        check = _make_validator(spec)
+        return pd.Series([check(json.loads(t)) if isinstance(t, str) else ["data: the payload is missing"] for t in payloads])
+
+    return validate
+
+
+def _avro_decoder(spec: tuple):
+    """pandas UDF: base64 Avro binary (schemaless, per the definition's schema) -> JSON text."""
+    _, content, _, type_name = spec
+
+    @F.pandas_udf("string")
+    def decode(blobs: pd.Series) -> pd.Series:
+        import fastavro
+
+        schema = content
+        if type_name and isinstance(content, list):
+            schema = [t for t in content if str(t.get("name", "")).rsplit(".", 1)[-1] == type_name][0]
+        parsed = fastavro.parse_schema(schema)
+
+        def one(blob):
+            if not isinstance(blob, str):
+                return None
+            try:
+                record = fastavro.schemaless_reader(io.BytesIO(base64.b64decode(blob)), parsed, parsed)
+            except Exception:
+                return None
+            return json.dumps(record, default=_avro_json)
+
+        return pd.Series([one(b) for b in blobs])
+
+    return decode
+
+
+def _avro_json(value):
+    # logical types back to the JSON encoding the table reader expects (payload.py)
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+# -- table rows
+
+def _attribute(name: str, dtype) -> Column:
+    value = F.col("attrs")[name]
+    if name == "time" or dtype.simpleString() == "timestamp":
+        return F.try_to_timestamp(value)
+    if dtype.simpleString() == "binary":
+        return F.try_to_binary(value, F.lit("base64"))
+    if dtype.simpleString() == "string":
+        return value
+    return value.try_cast(dtype) if hasattr(value, "try_cast") else value.cast(dtype)
+
+
+def table_columns(table: MessageTable, schema: StructType, data: Column, ingested_at: dt.datetime, day: dt.date) -> list[Column]:
+    """The table's columns, in its stored order, from a matched record."""
+    message = table.message
+    declared = set(message.attributes) | set(CORE_ATTRIBUTES)
+    placeholder_names = {f"placeholder_{n}": n for n in message.placeholders}
+    pm_fields = {"kafka_", "mqtt_", "amqp_", "http_", "nats_", "rocketmq_"}
+    columns = []
+    for f in schema.fields:
+        name = f.name
+        if name == "data":
+            col = data
+        elif name == "other_attributes":
+            col = F.map_filter("attrs", lambda k, v: ~k.isin(sorted(declared)))
+        elif name == "protocol":
+            col = F.col("protocol")
+        elif name == "protocol_metadata":
+            col = F.col("pm_map")
+        elif any(name.startswith(p) for p in pm_fields) and name not in message.placeholders:
+            col = F.col("pm")[name]
+        elif name == "source_file":
+            col = F.col("source_file")
+        elif name == "source_line":
+            col = F.col("source_line")
+        elif name == "ingested_at":
+            col = F.lit(ingested_at).cast("timestamp")
+        elif name == PARTITION_COLUMN:
+            col = F.lit(day).cast("date")
+        elif name in placeholder_names or (name in message.placeholders and name not in declared):
+            col = F.col("placeholders")[placeholder_names.get(name, name)]
+        elif name in declared:
+            col = _attribute(name, f.dataType)
+        else:  # a column an older catalog version added: kept, null from now on
+            col = F.lit(None)
+        columns.append(col.cast(f.dataType).alias(name))
+    return columns
+
+
+def deadletter_rows(df: DataFrame, reason: Column, detail: Column, ingested_at: dt.datetime, day: dt.date) -> DataFrame:
+    return df.select(
+        reason.alias("reason"), detail.alias("detail"), F.col("candidates"), F.col("record_kind"), F.col("protocol"),
+        F.col("attrs")["type"].alias("event_type"), F.col("attrs")["id"].alias("event_id"),
+        "source_file", "source_line", "raw",
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"), F.lit(day).cast("date").alias(PARTITION_COLUMN),
+    )
+
+
+def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
+    """Whether the table may hold rows of `day` (a cheap directory check on local warehouses;
+    a false positive only costs an overwrite with nothing)."""
+    path = store.path(name)
+    if "://" in path:
+        return store.exists(name)
+    return os.path.isdir(os.path.join(path, f"{PARTITION_COLUMN}={day.isoformat()}"))
+
+
+def classify_partition(
+    spark: SparkSession,
+    store: DeltaStore,
+    catalog: Catalog,
+    tables: Sequence[MessageTable],
+    landing: Path,
+    day: dt.date,
+    *,
+    only: set[str] | None = None,
+    strict: bool = False,
+    ingested_at: dt.datetime | None = None,
+    progress=lambda message: None,
+) -> PartitionResult:
+    """Classify and write one day. `only`: table names to write (a subset run); None = all,
+    the dead-letter table included."""
+    spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # repeated header names: the last one wins
+    ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    by_xid = {t.message.xid: t for t in tables}
+    messages = [t.message for t in tables]
+    compiled = compile_catalog(messages, strict=strict)
+    files = partition_files(landing, day)
+    progress(f"{day}: {len(files)} landed file(s)")
+
+    matched = match(normalize(read_records(spark, files)), compiled.dataframe(spark))
+    matched = matched.withColumn("rec_reason", record_reason()).persist(StorageLevel.MEMORY_AND_DISK)
+    summary = matched.groupBy(F.col("rec_reason.reason").alias("reason"), "winner").count().collect()
+    total = sum(r["count"] for r in summary)
+    progress(f"{day}: {total} record(s) read and matched")
+
+    # several candidates, none derived from the others: their data schemas decide (Python, these rows only)
+    specs = _validator_specs(tables)
+    resolved = matched
+    if any(r["reason"] == "ambiguous" for r in summary):
+        ambiguous = matched.where(F.col("rec_reason.reason") == "ambiguous")
+        decided = ambiguous.withColumn("decision", _resolve_ambiguous(specs)(F.to_json("data_v"), F.col("candidates")))
+        xids = F.create_map(*[x for i, m in enumerate(messages) for x in (F.lit(m.xid), F.lit(i))])
+        decided = decided.withColumn("winner", F.element_at(xids, F.col("decision.winner"))).withColumn(
+            "rec_reason",
+            F.when(F.col("winner").isNull(), F.struct(F.lit("ambiguous").alias("reason"), F.col("decision.detail").alias("detail"))),
+        ).drop("decision")
+        resolved = matched.where(~F.coalesce(F.col("rec_reason.reason") == "ambiguous", F.lit(False))).unionByName(decided)
+        resolved = resolved.persist(StorageLevel.MEMORY_AND_DISK)
+        summary = resolved.groupBy(F.col("rec_reason.reason").alias("reason"), "winner").count().collect()
+
+    result = PartitionResult(partition=day.isoformat(), records=total)
+    winners = {r["winner"] for r in summary if r["reason"] is None and r["winner"] is not None}
+    violations: list[DataFrame] = []
+    cached: list[DataFrame] = []
+    for idx, message in enumerate(messages):
+        table = by_xid[message.xid]
+        wanted = only is None or table.name in only
+        if not wanted:
+            continue
+        if idx not in winners:
+            if _has_partition(store, table.name, day):
+                store.overwrite_partition(table.name, spark.createDataFrame([], store.spark_schema(table.name)), PARTITION_COLUMN, day)
+                result.written.append(table.name)
+            continue
+        schema = store.spark_schema(table.name)
+        rows = resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull())
+        data_v = F.col("data_v")
+        spec = specs.get(message.xid)
+        if spec and spec[0] == "avro":
+            is_binary = F.lower(F.coalesce(F.col("content_type"), F.lit(""))).startswith(AVRO_BINARY[0]) | F.lower(
+                F.coalesce(F.col("content_type"), F.lit(""))).isin(*AVRO_BINARY)
+            rows = rows.withColumn("avro_json", F.when(is_binary & F.col("data_b64").isNotNull(), _avro_decoder(spec)(F.col("data_b64"))))
+            rows = rows.withColumn("decode_failed", is_binary & F.col("avro_json").isNull())
+            data_v = F.when(is_binary, F.try_parse_json("avro_json")).otherwise(F.col("data_v"))
+        else:
+            rows = rows.withColumn("decode_failed", F.col("data_v").isNull() & F.col("data_b64").isNotNull())
+        data_field = schema["data"]
+        if data_field.metadata.get("catalake.json") or table.data_schema is None:
+            typed, errors = F.to_json(data_v), F.array().cast("array<string>")
+        else:
+            typed, errors = typed_payload(data_field.dataType, data_field.metadata, data_v)
+        rows = rows.withColumn("data_typed", typed).withColumn("errors", errors)
+        if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
+            rows = rows.withColumn("errors", _python_errors(spec)(F.to_json(data_v)))
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(rows)
+        good = rows.where(~F.col("decode_failed") & (F.size("errors") == 0))
+        store.overwrite_partition(table.name, good.select(table_columns(table, schema, F.col("data_typed"), ingested_at, day)), PARTITION_COLUMN, day)
+        result.written.append(table.name)
+        bad = rows.where(F.col("decode_failed") | (F.size("errors") > 0))
+        violations.append(deadletter_rows(
+            bad,
+            F.when(F.col("decode_failed"), F.lit("malformed_payload")).otherwise(F.lit("schema_violation")),
+            F.when(F.col("decode_failed"), F.lit("the payload cannot be decoded")).otherwise(
+                F.array_join(F.slice("errors", 1, MAX_ERRORS), "; ")),
+            ingested_at, day,
+        ))
+        progress(f"{day}: wrote {table.name}")
+
+    if only is None or DEADLETTER_TABLE in only:
+        store.create(DEADLETTER_TABLE, DEADLETTER_SCHEMA, partition_by=[PARTITION_COLUMN],
+                     description="Landed records no message table takes, with the reason.")
+        dead = deadletter_rows(resolved.where(F.col("rec_reason").isNotNull()), F.col("rec_reason.reason"), F.col("rec_reason.detail"), ingested_at, day)
+        for part in violations:
+            dead = dead.unionByName(part)
+        store.overwrite_partition(DEADLETTER_TABLE, dead, PARTITION_COLUMN, day)
+        result.written.append(DEADLETTER_TABLE)
+
+    # what the tables now hold for the day (read back: the counts are the tables', not the plan's)
+    for name in result.written:
+        count = store.read(name).where(F.col(PARTITION_COLUMN) == F.lit(day)).groupBy(
+            *(["reason"] if name == DEADLETTER_TABLE else [])).count().collect()
+        if name == DEADLETTER_TABLE:
+            result.deadletter = {r["reason"]: r["count"] for r in count}
+        else:
+            xid = next(t.message.xid for t in tables if t.name == name)
+            result.tables[xid] = sum(r["count"] for r in count)
+    for df in cached + [resolved, matched]:
+        df.unpersist()
+    return result
+
+
+def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int) -> tuple[bool, dict]:
+    """Records read == rows of `day` in the per-message tables + dead-letter rows."""
+    counts = {}
+    for name in [t.name for t in tables] + [DEADLETTER_TABLE]:
+        if store.exists(name) and _has_partition(store, name, day):
+            counts[name] = store.read(name).where(F.col(PARTITION_COLUMN) == F.lit(day)).count()
+    stored = sum(counts.values())
+    return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}

@@ -1,0 +1,39 @@
+"""The dead-letter table: every landed record no message table takes, with the reason why."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
+
+DEADLETTER_TABLE = "deadletter"
+
+# reason -> what it means (shown in the README and the Dagster UI)
+REASONS = {
+    "malformed_json": "the line (or file) is not JSON",
+    "not_an_event": "JSON, but neither a CloudEvent nor a protocol record",
+    "missing_required_attribute": "a CloudEvent without id, source, type or specversion, or without an attribute its definition requires",
+    "unsupported_specversion": "a CloudEvent whose specversion is not 1.0",
+    "no_match": "no message definition matches the record",
+    "ambiguous": "several definitions match and the payload does not single one out",
+    "schema_violation": "the one matching definition's data schema rejects the payload",
+    "malformed_payload": "the payload cannot be decoded (invalid base64 or Avro binary)",
+}
+
+
+def _c(name, dtype, nullable, comment):
+    return StructField(name, dtype, nullable, {"comment": comment})
+
+
+SCHEMA = StructType([
+    _c("reason", StringType(), False, "Machine-readable reason: " + ", ".join(REASONS)),
+    _c("detail", StringType(), True, "What exactly failed (first validation errors, missing attributes, ...)."),
+    _c("candidates", ArrayType(StringType(), False), True, "Message definitions (xids) that matched the record's metadata."),
+    _c("record_kind", StringType(), True, "cloudevents, kafka, mqtt, amqp, http, nats, rocketmq, not_an_event, malformed_json."),
+    _c("protocol", StringType(), True, "Protocol binding the record arrived by."),
+    _c("event_type", StringType(), True, "CloudEvents type, when there is one."),
+    _c("event_id", StringType(), True, "CloudEvents id, when there is one."),
+    _c("source_file", StringType(), False, "Landed file the record was read from."),
+    _c("source_line", LongType(), False, "Line (JSON lines) or element (batch) number in the file, from 1."),
+    _c("raw", StringType(), True, "The record as landed."),
+    _c("ingested_at", TimestampType(), False, "When the partition run that wrote the row started."),
+    _c("event_date", DateType(), False, "Landing partition (day) the record came from."),
+])
