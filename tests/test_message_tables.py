@@ -184,20 +184,20 @@ def test_plan_evolution_inside_arrays_and_maps():
         plan_evolution("t", old, StructType([StructField("xs", MapType(StringType(), StructType([StructField("a", StringType())])))]))
 
 
-def test_every_public_definition_gets_a_table_or_a_clear_error(shared_data):
+def test_every_public_definition_gets_a_table_and_clear_warnings(shared_data):
     from test_catalog_real import VALID
 
-    created = failed = 0
+    created = warned = 0
     for path, _, _ in VALID:
         catalog = load_catalog([shared_data / path])
-        tables, errors = message_tables(catalog, [shared_data / path.split("/")[0]])
-        assert len(tables) + len(errors) == len(catalog)
+        tables, warnings = message_tables(catalog, [shared_data / path.split("/")[0]])
+        assert len(tables) == len(catalog)
         for table in tables:
             assert table.schema.fieldNames()[-4:] == ["source_file", "source_line", "ingested_at", "event_date"]
-        for error in errors:
-            assert error.startswith("/messagegroups/")  # names the message
+        for warning in warnings:
+            assert warning.startswith("/messagegroups/")  # names the message (and the reference)
         created += len(tables)
-        failed += len(errors)
-    # 40 references broken in the samples, 6 Protobuf texts that do not compile
-    assert failed == 46
-    assert created == 621 - 46
+        warned += len(warnings)
+    # 40 references broken in the samples and 6 Protobuf texts that do not compile: payload as JSON text
+    assert warned == 46
+    assert created == 621

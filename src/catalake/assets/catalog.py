@@ -41,10 +41,10 @@ def message_catalog(
     Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
     validates structure and the spec's rules, resolves basemessage chains and xref aliases,
     fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
-    table under `messages/` (schema derived from its data schema), or adds the new nullable
-    columns of a changed definition. An invalid catalog, a data schema that cannot be derived, or
-    a change that would retype, remove or tighten a column fails with every problem and leaves
-    all tables untouched.
+    table under `messages/` (schema derived from its data schema; a schema that cannot be
+    resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
+    nullable columns of a changed definition. An invalid catalog, or a change that would retype,
+    remove or tighten a column, fails with every problem and leaves all tables untouched.
     """
     try:
         catalog = catalog_source.load()
@@ -56,9 +56,9 @@ def message_catalog(
         ) from None
     for warning in catalog.warnings:
         context.log.warning(str(warning))
-    tables, schema_errors = message_tables(catalog, catalog_source.roots())
-    if schema_errors:
-        raise _fail(context, "data schemas that cannot be derived", schema_errors)
+    tables, schema_warnings = message_tables(catalog, catalog_source.roots())
+    for warning in schema_warnings:
+        context.log.warning(f"payload kept as JSON text: {warning}")
     store = warehouse.store(spark.session)
     try:
         synced = sync_message_tables(store, tables)
@@ -92,6 +92,9 @@ def message_catalog(
                     ["table", "outcome"],
                     [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
                 )
+            ),
+            "untyped_payloads": MetadataValue.md(
+                "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
             ),
             "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
         }

@@ -6,7 +6,6 @@ from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.config import Settings
 from catalake.platform.message_table import message_table
-from catalake.platform.schemas.json_schema import SchemaError
 
 from .metadata import column_schema
 
@@ -26,15 +25,13 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
         "protocol": message.protocol or "any",
         "placeholders": ", ".join(message.placeholders) or "none",
     }
-    try:
-        table = message_table(message, catalog, settings.roots)
-    except SchemaError as exc:
-        metadata["schema_error"] = str(exc)  # the catalog asset fails with it; shown here too
-    else:
-        metadata["dagster/column_schema"] = column_schema(table.schema)
-        metadata["path"] = MetadataValue.path(str(settings.warehouse / table.name))
-        if table.data_schema is not None:
-            metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
+    table = message_table(message, catalog, settings.roots)
+    metadata["dagster/column_schema"] = column_schema(table.schema)
+    metadata["path"] = MetadataValue.path(str(settings.warehouse / table.name))
+    if table.data_schema is not None:
+        metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
+    if "catalake.schema_error" in table.schema["data"].metadata:
+        metadata["untyped_payload"] = table.schema["data"].metadata["catalake.schema_error"]
     return AssetSpec(
         key=message_key(message),
         description=f"{description}\n\n`{message.xid}` -> Delta table `{message.table_name}`",

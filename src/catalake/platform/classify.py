@@ -18,6 +18,7 @@ import datetime as dt
 import io
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -39,6 +40,7 @@ from .schemas.references import DataSchema
 from .storage import DeltaStore
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
+WRITERS = 4  # tables written concurrently
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 
 
@@ -225,7 +227,8 @@ def _attribute(name: str, dtype) -> Column:
 def table_columns(table: MessageTable, schema: StructType, data: Column, ingested_at: dt.datetime, day: dt.date) -> list[Column]:
     """The table's columns, in its stored order, from a matched record."""
     message = table.message
-    declared = set(message.attributes) | set(CORE_ATTRIBUTES)
+    is_ce = (message.envelope or "").lower().startswith("cloudevents")
+    declared = set(message.attributes) | set(CORE_ATTRIBUTES) if is_ce else set()
     placeholder_names = {f"placeholder_{n}": n for n in message.placeholders}
     pm_fields = {"kafka_", "mqtt_", "amqp_", "http_", "nats_", "rocketmq_"}
     columns = []
@@ -257,6 +260,31 @@ def table_columns(table: MessageTable, schema: StructType, data: Column, ingeste
             col = F.lit(None)
         columns.append(col.cast(f.dataType).alias(name))
     return columns
+
+
+def table_rows(table: MessageTable, schema: StructType, rows: DataFrame, specs: dict) -> DataFrame:
+    """Matched rows of one definition with `data_typed`, `errors`, `decode_failed`, `rejected`."""
+    data_v = F.col("data_v")
+    spec = specs.get(table.message.xid)
+    if spec and spec[0] == "avro":
+        content_type = F.lower(F.coalesce(F.col("content_type"), F.lit("")))
+        is_binary = F.lit(False)
+        for kind in AVRO_BINARY:
+            is_binary = is_binary | content_type.startswith(kind)
+        rows = rows.withColumn("avro_json", F.when(is_binary & F.col("data_b64").isNotNull(), _avro_decoder(spec)(F.col("data_b64"))))
+        rows = rows.withColumn("decode_failed", is_binary & F.col("avro_json").isNull())
+        data_v = F.when(is_binary, F.try_parse_json("avro_json")).otherwise(F.col("data_v"))
+    else:
+        rows = rows.withColumn("decode_failed", F.col("data_v").isNull() & F.col("data_b64").isNotNull())
+    data_field = schema["data"]
+    if data_field.metadata.get("catalake.json") or table.data_schema is None:
+        typed, errors = F.to_json(data_v), F.array().cast("array<string>")
+    else:
+        typed, errors = typed_payload(data_field.dataType, data_field.metadata, data_v)
+    rows = rows.withColumn("data_typed", typed).withColumn("errors", errors)
+    if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
+        rows = rows.withColumn("errors", _python_errors(spec)(F.to_json(data_v)))
+    return rows.withColumn("rejected", F.col("decode_failed") | (F.size("errors") > 0))
 
 
 def deadletter_rows(df: DataFrame, reason: Column, detail: Column, ingested_at: dt.datetime, day: dt.date) -> DataFrame:
@@ -323,52 +351,43 @@ def classify_partition(
 
     result = PartitionResult(partition=day.isoformat(), records=total)
     winners = {r["winner"] for r in summary if r["reason"] is None and r["winner"] is not None}
-    violations: list[DataFrame] = []
-    cached: list[DataFrame] = []
-    for idx, message in enumerate(messages):
-        table = by_xid[message.xid]
-        wanted = only is None or table.name in only
-        if not wanted:
-            continue
+    def write_table(idx: int, table: MessageTable) -> tuple[int, DataFrame | None, DataFrame | None]:
+        """Overwrite the day in one table; returns (rows written, cached rows, rejected rows)."""
         if idx not in winners:
-            if _has_partition(store, table.name, day):
-                store.overwrite_partition(table.name, spark.createDataFrame([], store.spark_schema(table.name)), PARTITION_COLUMN, day)
-                result.written.append(table.name)
-            continue
-        schema = store.spark_schema(table.name)
-        rows = resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull())
-        data_v = F.col("data_v")
-        spec = specs.get(message.xid)
-        if spec and spec[0] == "avro":
-            is_binary = F.lower(F.coalesce(F.col("content_type"), F.lit(""))).startswith(AVRO_BINARY[0]) | F.lower(
-                F.coalesce(F.col("content_type"), F.lit(""))).isin(*AVRO_BINARY)
-            rows = rows.withColumn("avro_json", F.when(is_binary & F.col("data_b64").isNotNull(), _avro_decoder(spec)(F.col("data_b64"))))
-            rows = rows.withColumn("decode_failed", is_binary & F.col("avro_json").isNull())
-            data_v = F.when(is_binary, F.try_parse_json("avro_json")).otherwise(F.col("data_v"))
-        else:
-            rows = rows.withColumn("decode_failed", F.col("data_v").isNull() & F.col("data_b64").isNotNull())
-        data_field = schema["data"]
-        if data_field.metadata.get("catalake.json") or table.data_schema is None:
-            typed, errors = F.to_json(data_v), F.array().cast("array<string>")
-        else:
-            typed, errors = typed_payload(data_field.dataType, data_field.metadata, data_v)
-        rows = rows.withColumn("data_typed", typed).withColumn("errors", errors)
-        if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
-            rows = rows.withColumn("errors", _python_errors(spec)(F.to_json(data_v)))
+            store.overwrite_partition(table.name, spark.createDataFrame([], store.spark_schema(table.name)), PARTITION_COLUMN, day)
+            return 0, None, None
+        rows = table_rows(table, store.spark_schema(table.name), resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull()), specs)
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(rows)
-        good = rows.where(~F.col("decode_failed") & (F.size("errors") == 0))
-        store.overwrite_partition(table.name, good.select(table_columns(table, schema, F.col("data_typed"), ingested_at, day)), PARTITION_COLUMN, day)
-        result.written.append(table.name)
-        bad = rows.where(F.col("decode_failed") | (F.size("errors") > 0))
-        violations.append(deadletter_rows(
-            bad,
+        counts = {r["rejected"]: r["count"] for r in rows.groupBy("rejected").count().collect()}
+        good = rows.where(~F.col("rejected"))
+        columns = table_columns(table, store.spark_schema(table.name), F.col("data_typed"), ingested_at, day)
+        store.overwrite_partition(table.name, good.select(columns), PARTITION_COLUMN, day)
+        progress(f"{day}: wrote {counts.get(False, 0)} row(s) to {table.name}")
+        bad = deadletter_rows(
+            rows.where(F.col("rejected")),
             F.when(F.col("decode_failed"), F.lit("malformed_payload")).otherwise(F.lit("schema_violation")),
             F.when(F.col("decode_failed"), F.lit("the payload cannot be decoded")).otherwise(
                 F.array_join(F.slice("errors", 1, MAX_ERRORS), "; ")),
             ingested_at, day,
-        ))
-        progress(f"{day}: wrote {table.name}")
+        )
+        return counts.get(False, 0), rows, bad
+
+    todo = [
+        (idx, by_xid[m.xid]) for idx, m in enumerate(messages)
+        if (only is None or by_xid[m.xid].name in only) and (idx in winners or _has_partition(store, by_xid[m.xid].name, day))
+    ]
+    # Several tables at once: each write is a small Spark job plus a Delta commit on the driver,
+    # so overlapping them keeps the executors busy.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        outcomes = list(pool.map(lambda job: write_table(*job), todo))
+    violations: list[DataFrame] = []
+    cached: list[DataFrame] = []
+    for (idx, table), (written, rows, bad) in zip(todo, outcomes):
+        result.written.append(table.name)
+        result.tables[table.message.xid] = written
+        if rows is not None:
+            cached.append(rows)
+            violations.append(bad)
 
     if only is None or DEADLETTER_TABLE in only:
         store.create(DEADLETTER_TABLE, DEADLETTER_SCHEMA, partition_by=[PARTITION_COLUMN],
@@ -379,15 +398,8 @@ def classify_partition(
         store.overwrite_partition(DEADLETTER_TABLE, dead, PARTITION_COLUMN, day)
         result.written.append(DEADLETTER_TABLE)
 
-    # what the tables now hold for the day (read back: the counts are the tables', not the plan's)
-    for name in result.written:
-        count = store.read(name).where(F.col(PARTITION_COLUMN) == F.lit(day)).groupBy(
-            *(["reason"] if name == DEADLETTER_TABLE else [])).count().collect()
-        if name == DEADLETTER_TABLE:
-            result.deadletter = {r["reason"]: r["count"] for r in count}
-        else:
-            xid = next(t.message.xid for t in tables if t.name == name)
-            result.tables[xid] = sum(r["count"] for r in count)
+        result.deadletter = {r["reason"]: r["count"] for r in
+                             store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).groupBy("reason").count().collect()}
     for df in cached + [resolved, matched]:
         df.unpersist()
     return result

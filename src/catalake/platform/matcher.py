@@ -15,7 +15,11 @@ Rules (each a named function below, with the spec section it implements):
   ambiguous the earlier placeholder takes the shortest match. Strict mode (`strict=True`)
   matches only what a level-1 expansion can produce (unreserved characters and %-escapes).
 * rule_required: `required` attributes/options must be present (`id`, `source`, `type`,
-  `specversion` always, spec "CloudEvents/1.0").
+  `specversion` always, spec "CloudEvents/1.0"). A structured JSON event without
+  `datacontenttype` carries JSON (CloudEvents JSON format), so it counts as `application/json`.
+  A `timestamp` declaration's `value` is a creation-time default (spec "value"), and a
+  `dataschema` value pointing into the catalog's own registry is not sent by producers: neither
+  is used as a filter.
 * rule_attribute_type: declared types are checked (spec "Type System": integer, boolean,
   timestamp, uri, urireference, binary; string and uritemplate accept any text).
 * rule_protocol: a definition with a protocol matches only records of that protocol (and
@@ -102,6 +106,10 @@ def _check(key: str, decl: dict, strict: bool) -> dict | None:
     value = _text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
+    if kind == "timestamp":
+        value = None  # a timestamp `value` is what producers fill in at creation (spec "value"), not a filter
+    if key == "ce:dataschema" and value and value.startswith(("#", "/schemagroups/")):
+        return None  # points consumers at the catalog's own registry entry; producers do not send it
     if value is None and not required and kind in ("string", "uritemplate"):
         return None  # declares nothing a record could violate
     regex, names = None, []

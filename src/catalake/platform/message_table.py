@@ -221,24 +221,32 @@ def data_column(message: MessageDefinition, data_schema: DataSchema | None) -> S
 
 
 def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[Path]) -> MessageTable:
-    """The table of one definition; SchemaError when its data schema cannot be resolved or mapped."""
-    data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
+    """The table of one definition. A data schema that cannot be resolved or mapped (SchemaError,
+    naming the message and the reference) leaves `data` as JSON text, with the error recorded in
+    the column's metadata: the definition still filters records, they are just not typed."""
+    try:
+        data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
+        data = data_column(message, data_schema)
+    except SchemaError as exc:
+        data_schema = None
+        data = StructField("data", StringType(), True, _meta(
+            "Payload as JSON text: the data schema is unavailable.", extra={**JSON_STRING, "catalake.schema_error": str(exc)}))
     envelope = envelope_columns(message)
     protocol = protocol_columns(message)
     taken = {f.name for f in envelope + protocol + LINEAGE_COLUMNS} | {"data"}
-    fields = envelope + placeholder_columns(message, taken) + protocol + [data_column(message, data_schema)] + LINEAGE_COLUMNS
+    fields = envelope + placeholder_columns(message, taken) + protocol + [data] + LINEAGE_COLUMNS
     return MessageTable(message, StructType(fields), data_schema)
 
 
+def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
+    """The data schemas that could not be derived, each naming the message and the reference."""
+    return [t.schema["data"].metadata["catalake.schema_error"] for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+
+
 def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
-    """Every definition's table, and the errors of the definitions whose schema does not derive."""
-    tables, errors = [], []
-    for message in catalog:
-        try:
-            tables.append(message_table(message, catalog, roots))
-        except SchemaError as exc:
-            errors.append(str(exc))
-    return tables, errors
+    """Every definition's table, and the warnings of the definitions whose schema does not derive."""
+    tables = [message_table(m, catalog, roots) for m in catalog]
+    return tables, schema_warnings(tables)
 
 
 def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> dict[str, list[str] | str]:

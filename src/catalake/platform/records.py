@@ -244,7 +244,12 @@ def _fields(k: Column, p: Column, h: Column, props: Column) -> Column:
         F.when(k == "kafka", kafka).when(k == "mqtt", mqtt).when(k == "amqp", amqp).when(k == "http", http)
         .when(k == "nats", nats).when(k == "rocketmq", rocketmq).otherwise(_empty_map())
     )
-    return F.map_filter(F.map_concat(_prefixed("ce:", F.col("attrs")), options), lambda key, val: val.isNotNull())
+    # CloudEvents JSON format: a structured event without datacontenttype carries JSON
+    implied = F.when(
+        F.col("is_structured") & F.col("attrs").isNotNull() & ~F.map_contains_key("attrs", "datacontenttype") & F.col("data_b64").isNull(),
+        F.map_concat(F.col("attrs"), F.create_map(F.lit("datacontenttype"), F.lit("application/json"))),
+    ).otherwise(F.col("attrs"))
+    return F.map_filter(F.map_concat(_prefixed("ce:", implied), options), lambda key, val: val.isNotNull())
 
 
 def _pm_map(k: Column, p: Column) -> Column:

@@ -332,6 +332,11 @@ class DeltaStore:
                 writer = writer.option("replaceWhere", f"`{col}` = '{val}'")
             writer.save(path)
             return
+        # Python data sources are looked up through the calling thread's active session: make
+        # sure writes from worker threads (classify.py writes tables concurrently) find it.
+        session = df.sparkSession
+        if getattr(session, "_jsparkSession", None) is not None:  # classic Spark; Connect has no JVM here
+            session._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
         try:
             (
                 df.write.format(DATA_SOURCE_NAME)

@@ -1,0 +1,129 @@
+"""Classification benchmark (issue 4): `catalake run` against a plain Spark baseline.
+
+    python benchmarks/run.py --records 100000 --definitions 10 100 1000 [--work DIR]
+
+For each size: demo-shaped events for one day (the demo generator, scaled), catalogs of N
+definitions (the demo's 9 plus synthetic ones with their own types and schemas), then
+
+* baseline: plain Spark on the same files: read -> parse JSON -> write Parquet, no classification;
+* catalake: `catalake run --date D --json` (a Dagster run in a fresh process), timed on a second
+  run of the partition (tables already created; the first run's time is reported too);
+
+wall time, records/s and the peak RSS of the driver (the Python process and its JVM, from
+`/usr/bin/time -v`, or psutil when that is missing). Results are printed as JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_CATALOG = REPO / "src" / "catalake" / "demo" / "catalog"
+DAY = "2026-11-20"
+RECORDS_PER_RIDE = 59 / 12  # the demo generator's mix
+
+
+def synthetic_catalog(target: Path, definitions: int) -> Path:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(DEMO_CATALOG, target)
+    extra = max(definitions - 9, 0)
+    messages = {
+        f"bench.synthetic.Event{i}": {
+            "envelope": "CloudEvents/1.0",
+            "envelopemetadata": {
+                "type": {"value": f"bench.synthetic.Event{i}"},
+                "source": {"type": "uritemplate", "value": "https://bench.example/{tenant}/devices/{device}"},
+            },
+            "dataschemaformat": "JsonSchema/draft-07",
+            "dataschema": {"type": "object", "required": ["device", "value"],
+                           "properties": {"device": {"type": "string"}, "value": {"type": "number", "minimum": 0},
+                                          "unit": {"enum": ["C", "F"]}}},
+        }
+        for i in range(extra)
+    }
+    if messages:
+        doc = {"specversion": "1.0-rc2", "messagegroups": {"bench.synthetic": {"messages": messages}}}
+        (target / "synthetic.xreg.json").write_text(json.dumps(doc))
+    return target
+
+
+def landing(target: Path, records: int) -> Path:
+    if not (target / DAY).is_dir():
+        rides = max(int(records / RECORDS_PER_RIDE), 1)
+        subprocess.run([sys.executable, "-m", "catalake.demo.generate", str(target), "--start", DAY, "--days", "1",
+                        "--rides", str(rides)], check=True, stdout=subprocess.DEVNULL)
+    return target
+
+
+def measure(cmd: list[str], env: dict) -> tuple[float, int | None, str]:
+    """(wall seconds, peak RSS in KiB of the process tree, stdout)."""
+    timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
+    start = time.perf_counter()
+    done = subprocess.run(timer + cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+    match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    return wall, int(match.group(1)) if match else None, done.stdout
+
+
+BASELINE = r'''
+import sys, os
+from pathlib import Path
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+from catalake.platform.spark import build_session
+from pyspark.sql import functions as F
+root, out = Path(sys.argv[1]), sys.argv[2]
+spark = build_session("local[*]", app_name="baseline")
+files = sorted(str(p) for p in root.iterdir() if p.name.endswith((".jsonl", ".jsonl.gz")))
+docs = sorted(str(p) for p in root.iterdir() if p.name.endswith(".json"))
+lines = spark.read.text(files).select(F.expr("try_parse_json(value)").alias("v"))
+batch = spark.read.text(docs, wholetext=True).select(F.explode(F.expr("try_variant_get(try_parse_json(value), '$', 'array<variant>')")).alias("v"))
+lines.unionByName(batch).select(F.to_json("v").alias("record")).write.mode("overwrite").parquet(out)
+print(spark.read.parquet(out).count())
+'''
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--definitions", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--work", default="/tmp/catalake-bench")
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    catalake = str(Path(sys.executable).parent / "catalake")
+    for records in args.records:
+        land = landing(work / f"landing-{records}", records)
+        wall, rss, out = measure([sys.executable, "-c", BASELINE, str(land / DAY), str(work / "baseline.parquet")], dict(os.environ))
+        count = int(out.strip().splitlines()[-1])
+        print(json.dumps({"run": "baseline", "records": count, "seconds": round(wall, 1), "peak_rss_mib": rss and rss // 1024}), flush=True)
+        for definitions in args.definitions:
+            catalog = synthetic_catalog(work / f"catalog-{definitions}", definitions)
+            warehouse = work / f"warehouse-{records}-{definitions}"
+            shutil.rmtree(warehouse, ignore_errors=True)
+            env = {**os.environ, "CATALAKE_CATALOG": str(catalog), "CATALAKE_LANDING": str(land),
+                   "CATALAKE_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work / "dagster_home")}
+            (work / "dagster_home").mkdir(exist_ok=True)
+            first, _, _ = measure([catalake, "run", "--date", DAY, "--json"], env)
+            wall, rss, out = measure([catalake, "run", "--date", DAY, "--json"], env)
+            result = json.loads(out.strip().splitlines()[-1])
+            print(json.dumps({
+                "run": "catalake", "records": result["records"], "definitions": definitions,
+                "seconds": round(wall, 1), "first_run_seconds": round(first, 1),
+                "records_per_second": round(result["records"] / wall), "peak_rss_mib": rss and rss // 1024,
+                "deadletter": result["deadletter"],
+            }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Classification (issue 4): landing reader, record kinds, matching rules, dead-letter reasons,
+idempotent re-runs and the conservation check, on real Spark and Delta."""
+
+import datetime as dt
+import gzip
+import json
+import re
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+
+from catalake.platform.catalog import load_catalog
+from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.config import DEMO_DIR, catalog_roots
+from catalake.platform.deadletter import DEADLETTER_TABLE
+from catalake.platform.landing import partition_files, read_records
+from catalake.platform.matcher import compile_catalog, match, template_regex
+from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.records import normalize
+
+from conftest import DEMO_CATALOG
+
+DAY = dt.date(2026, 11, 20)
+
+
+def ce(type_, source="/s", **extra):
+    return {"specversion": "1.0", "id": extra.pop("id", "1"), "source": source, "type": type_, **extra}
+
+
+def land(root, day, files: dict):
+    folder = root / day.isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = folder / name
+        if name.endswith(".gz"):
+            path.write_bytes(gzip.compress(content.encode()))
+        else:
+            path.write_text(content)
+    return root
+
+
+def jsonl(*records) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+
+
+# -- the landing zone (landing-zone.md "Layout")
+
+def test_landing_layout(tmp_path, spark):
+    root = tmp_path / "landing"
+    land(root, DAY, {"a.jsonl": jsonl(ce("x"), "", ce("y")), "_SUCCESS": "", ".hidden.jsonl": jsonl(ce("z")),
+                     "notes.txt": "hello", "b.jsonl.gz": jsonl(ce("g1"), ce("g2")),
+                     "batch.json": json.dumps([ce("b1"), ce("b2"), ce("b3")]), "one.json": json.dumps(ce("single"))})
+    (root / f"dt={DAY + dt.timedelta(days=1)}").mkdir()
+    land(root, DAY + dt.timedelta(days=1), {})
+    files = partition_files(root, DAY)
+    assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "batch.json", "one.json"]
+    rows = {(r.source_file.rsplit("/", 1)[-1], r.source_line): json.loads(r.raw)["type"] for r in read_records(spark, files).collect()}
+    assert rows == {("a.jsonl", 1): "x", ("a.jsonl", 3): "y", ("b.jsonl.gz", 1): "g1", ("b.jsonl.gz", 2): "g2",
+                    ("batch.json", 1): "b1", ("batch.json", 2): "b2", ("batch.json", 3): "b3", ("one.json", 1): "single"}
+    assert partition_files(root, dt.date(2030, 1, 1)) == []  # a missing folder is an empty partition
+
+
+def test_dt_folder_is_the_same_partition(tmp_path):
+    root = tmp_path / "landing"
+    (root / "dt=2026-11-20").mkdir(parents=True)
+    (root / "dt=2026-11-20" / "x.jsonl").write_text(jsonl(ce("x")))
+    assert [f.name for f in partition_files(root, DAY)] == ["x.jsonl"]
+
+
+# -- record kinds (landing-zone.md "Record kinds") and their CloudEvents bindings
+
+RECORDS = [
+    ("structured", ce("t.structured", data={"a": 1}), "cloudevents", None, {"type": "t.structured"}),
+    ("kafka-binary", {"topic": "orders", "partition": 2, "offset": 7, "key": "k1", "ts": 1795169340000,
+                      "headers": ["ce_specversion", "1.0", "ce_id", "9", "ce_source", "/k", "ce_type", "t.kafka", "content-type", "application/json"],
+                      "payload": "{\"a\": 1}"}, "kafka", "KAFKA", {"type": "t.kafka", "datacontenttype": "application/json"}),
+    ("kafka-structured", {"topic": "orders", "partition": 0, "offset": 8, "headers": {"content-type": "application/cloudevents+json"},
+                          "payload": ce("t.kafka.structured", data={"a": 2})}, "kafka", "KAFKA", {"type": "t.kafka.structured"}),
+    ("kafka-plain", {"topic": "orders", "partition": 0, "offset": 9, "key": None, "payload": {"a": 3}}, "kafka", "KAFKA", None),
+    ("mqtt5", {"protocol": "MQTT/5.0", "topic_name": "dev/1", "qos": 1, "retain": False, "content_type": "application/json",
+               "user_properties": [{"name": "specversion", "value": "1.0"}, {"name": "id", "value": "m"}, {"name": "source", "value": "/m"},
+                                   {"name": "type", "value": "t.mqtt"}], "payload": {"a": 4}}, "mqtt", "MQTT/5.0", {"type": "t.mqtt"}),
+    ("mqtt311-structured", {"protocol": "MQTT/3.1.1", "topic_name": "dev/2", "qos": 0, "content_type": "application/cloudevents+json",
+                            "payload": ce("t.mqtt3")}, "mqtt", "MQTT/3.1.1", {"type": "t.mqtt3"}),
+    ("amqp", {"protocol": "AMQP/1.0", "properties": {"message-id": "a1", "to": "queue1", "content-type": "application/json"},
+              "application_properties": {"cloudEvents:specversion": "1.0", "cloudEvents:id": "a", "cloudEvents:source": "/a",
+                                         "cloudEvents_type": "t.amqp"}, "body": {"a": 5}}, "amqp", "AMQP/1.0", {"type": "t.amqp"}),
+    ("http", {"protocol": "HTTP", "method": "post", "path": "/hook", "query": {"x": "1"},
+              "headers": [{"name": "ce-specversion", "value": "1.0"}, {"name": "Ce-Id", "value": "h"}, {"name": "ce-source", "value": "/h"},
+                          {"name": "ce-type", "value": "t.http"}, {"name": "Content-Type", "value": "application/json"}],
+              "body": {"a": 6}}, "http", "HTTP", {"type": "t.http", "datacontenttype": "application/json"}),
+    ("nats", {"protocol": "NATS", "subject": "orders.created", "headers": {"ce-specversion": "1.0", "ce-id": "n", "ce-source": "/n", "ce-type": "t.nats"},
+              "payload": {"a": 7}}, "nats", "NATS", {"type": "t.nats"}),
+    ("rocketmq", {"protocol": "ROCKETMQ", "topic": "orders", "tags": "tg", "properties": {"CE_specversion": "1.0", "CE_id": "r", "CE_source": "/r",
+                  "CE_type": "t.rocket", "CE_contenttype": "application/json"}, "body": {"a": 8}}, "rocketmq", "ROCKETMQ",
+     {"type": "t.rocket", "datacontenttype": "application/json"}),
+    ("base64", ce("t.bin", data_base64="AAEC"), "cloudevents", None, {"type": "t.bin"}),
+    ("not-an-event", {"hello": "world"}, "not_an_event", None, None),
+    ("malformed", "{not json", "malformed_json", None, None),
+]
+
+
+def test_record_kinds_and_bindings(tmp_path, spark):
+    root = land(tmp_path / "landing", DAY, {"all.jsonl": jsonl(*[r[1] for r in RECORDS])})
+    rows = normalize(read_records(spark, partition_files(root, DAY))).orderBy("source_line").collect()
+    for (name, _, kind, protocol, attrs), row in zip(RECORDS, rows):
+        assert row.record_kind == kind, name
+        assert row.protocol == protocol, name
+        if attrs is None:
+            assert row.attrs is None, name
+        else:
+            assert {k: row.attrs.get(k) for k in attrs} == attrs, name
+    by_name = dict(zip([r[0] for r in RECORDS], rows))
+    assert by_name["kafka-binary"].pm.kafka_offset == 7 and by_name["kafka-binary"].pm.kafka_key == "k1"
+    assert by_name["kafka-binary"].pm.kafka_timestamp == dt.datetime(2026, 11, 20, 10, 9)
+    assert json.loads(by_name["kafka-binary"].data_v.toJson()) == {"a": 1}  # a JSON string holding JSON: decoded once
+    assert by_name["mqtt5"].fields["opt:topic_name"] == "dev/1" and by_name["mqtt5"].pm.mqtt_qos == 1
+    assert by_name["http"].fields["opt:method"] == "POST" and by_name["http"].fields["opt:query.x"] == "1"
+    assert by_name["amqp"].address == "queue1" and by_name["nats"].address == "orders.created"
+    assert by_name["base64"].data_b64 == "AAEC"
+
+
+# -- matching rules (xRegistry message spec, "Property Definitions: value", RFC 6570 level 1)
+
+def test_uritemplate_regex_loose_and_strict():
+    regex, names = template_regex("https://api/{city}/stations/{station}")
+    assert names == ["city", "station"]
+    assert re.fullmatch(regex, "https://api/lyon/stations/LYS-1").groups() == ("lyon", "LYS-1")
+    # a placeholder takes '/' and ':' (whole paths and URLs), the value is anchored
+    assert re.fullmatch(regex, "https://api/a/b:c/stations/x").groups() == ("a/b:c", "x")
+    assert re.fullmatch(regex, "https://api/lyon/stations/") is None
+    # ambiguous split: the earlier placeholder takes the shortest match
+    regex, _ = template_regex("{a}/{b}")
+    assert re.fullmatch(regex, "x/y/z").groups() == ("x", "y/z")
+    strict, _ = template_regex("{a}/{b}", strict=True)
+    assert re.fullmatch(strict, "x/y/z") is None and re.fullmatch(strict, "x/y%2Fz").groups() == ("x", "y%2Fz")
+
+
+RULES_CATALOG = {
+    "specversion": "1.0-rc2",
+    "messagegroups": {
+        "acme": {"messages": {
+            "acme.Order": {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+                "type": {"value": "acme.Order"}, "source": {"type": "uritemplate", "value": "/shops/{shop}"},
+                "subject": {"type": "uritemplate", "value": "shops/{shop}/orders/{order}", "required": True},
+                "priority": {"type": "integer"}}},
+            "acme.Any": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "acme.Any"}}},
+            "acme.Twin1": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "acme.Twin"}},
+                           "dataschemaformat": "JsonSchema/draft-07",
+                           "dataschema": {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}}},
+            "acme.Twin2": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "acme.Twin"}},
+                           "dataschemaformat": "JsonSchema/draft-07",
+                           "dataschema": {"type": "object", "required": ["b"], "properties": {"b": {"type": "string"}}}},
+        }},
+        "acme.kafka": {"messages": {
+            "acme.kafka.Any": {"basemessage": "/messagegroups/acme/messages/acme.Any", "protocol": "KAFKA",
+                               "protocoloptions": {"topic": {"value": "anything"}}},
+            "acme.kafka.Plain": {"protocol": "KAFKA", "protocoloptions": {"topic": {"value": "plain"}, "key": {"value": "{region}-{id}"}}},
+        }},
+    },
+}
+
+CASES = [
+    # (record, expected status, winner message id or None, detail fragment)
+    (ce("acme.Order", "/shops/s1", subject="shops/s1/orders/o9"), "matched", "acme.Order", None),
+    (ce("acme.order", "/shops/s1", subject="shops/s1/orders/o9"), "no_match", None, None),  # value: case-sensitive
+    (ce("acme.Order", "/shops/s1"), "missing_required_attribute", None, "subject"),  # required
+    (ce("acme.Order", "/shops/s1", subject="shops/s2/orders/o9"), "no_match", None, None),  # same placeholder, two values
+    (ce("acme.Order", "/stores/s1", subject="shops/s1/orders/o9"), "no_match", None, None),  # uritemplate anchored
+    (ce("acme.Order", "/shops/s1", subject="shops/s1/orders/o9", priority="high"), "no_match", None, None),  # declared type integer
+    (ce("acme.Order", "/shops/s1", subject="shops/s1/orders/o9", priority="3"), "matched", "acme.Order", None),
+    (ce("acme.Any"), "matched", "acme.Any", None),  # envelope only: plain CloudEvents JSON
+    ({"topic": "anything", "partition": 0, "offset": 1, "headers": ["ce_specversion", "1.0", "ce_id", "1", "ce_source", "/k", "ce_type", "acme.Any"],
+      "payload": "{}"}, "matched", "acme.kafka.Any", None),  # most derived of two candidates wins
+    ({"topic": "other", "partition": 0, "offset": 2, "headers": ["ce_specversion", "1.0", "ce_id", "1", "ce_source", "/k", "ce_type", "acme.Any"],
+      "payload": "{}"}, "matched", "acme.Any", None),  # envelope-only definition applies to every binding
+    ({"topic": "plain", "partition": 0, "offset": 3, "key": "eu-42", "payload": {"x": 1}}, "matched", "acme.kafka.Plain", None),  # protocol only
+    ({"topic": "plain", "partition": 0, "offset": 4, "key": "nodash", "payload": {"x": 1}}, "no_match", None, None),
+    (ce("acme.Twin", data={"a": 1}), "matched", "acme.Twin1", None),  # ambiguous -> the data schema decides
+    (ce("acme.Twin", data={"c": 1}), "ambiguous", None, "0 of 2 candidates"),
+    (ce("acme.Any", specversion="0.3"), "unsupported_specversion", None, "0.3"),
+    ({"specversion": "1.0", "type": "acme.Any", "source": "/x"}, "missing_required_attribute", None, "id"),
+]
+
+
+@pytest.fixture(scope="module")
+def rules_run(spark, tmp_path_factory):
+    base = tmp_path_factory.mktemp("rules")
+    (base / "catalog").mkdir()
+    (base / "catalog" / "acme.xreg.json").write_text(json.dumps(RULES_CATALOG))
+    catalog = load_catalog([base / "catalog"])
+    tables, errors = message_tables(catalog, catalog_roots([base / "catalog"]))
+    assert not errors
+    from catalake.platform.storage import DeltaStore
+
+    store = DeltaStore(spark, base / "warehouse")
+    sync_message_tables(store, tables)
+    root = land(base / "landing", DAY, {"cases.jsonl": jsonl(*[c[0] for c in CASES])})
+    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    return store, tables, result
+
+
+def test_matching_rules(rules_run):
+    store, tables, result = rules_run
+    table_of = {t.name: t.message.message_id for t in tables}
+    where = {}
+    for t in tables:
+        for row in store.read(t.name).select("source_line").collect():
+            where[row.source_line] = ("matched", table_of[t.name], None)
+    for row in store.read(DEADLETTER_TABLE).collect():
+        where[row.source_line] = (row.reason, None, row.detail)
+    for line, (_, status, message, fragment) in enumerate(CASES, start=1):
+        got = where[line]
+        assert got[0] == status, (line, got)
+        assert got[1] == message, (line, got)
+        if fragment:
+            assert fragment in got[2], (line, got)
+
+
+def test_placeholders_and_protocol_metadata_reach_the_table(rules_run):
+    store, _, _ = rules_run
+    order = store.read("messages/acme__order").where("priority = 3").first()
+    assert (order.shop, order.order) == ("s1", "o9")
+    plain = store.read("messages/acme_kafka__plain").first()
+    assert (plain.region, plain.id, plain.kafka_topic, plain.kafka_offset) == ("eu", "42", "plain", 3)
+    assert json.loads(plain.data) == {"x": 1}  # no data schema: the payload as JSON text
+
+
+# -- the demo partition: every record in exactly one table, re-runs identical
+
+def _snapshot(store, tables):
+    out = {}
+    for name in [t.name for t in tables] + [DEADLETTER_TABLE]:
+        df = store.read(name).drop("ingested_at")
+        out[name] = sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True) for r in df.collect())
+    return out
+
+
+def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
+    from catalake.platform.storage import DeltaStore
+
+    catalog = load_catalog([DEMO_CATALOG])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG])
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    landing = DEMO_DIR / "landing"
+    first = classify_partition(spark, store, catalog, tables, landing, DAY)
+    assert first.records == 59
+    assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}
+    assert first.tables["/messagegroups/bikeshare.docks.mqtt/messages/bikeshare.docks.mqtt.DockStatus"] == 15
+    assert first.tables["/messagegroups/bikeshare.rides.kafka/messages/bikeshare.rides.kafka.RideStarted"] == 6
+    assert sum(first.tables.values()) + sum(first.deadletter.values()) == 59
+    ok, counts = conservation(store, tables, DAY, first.records)
+    assert ok and counts["rows_stored"] == 59
+    violation = store.read(DEADLETTER_TABLE).where("reason = 'schema_violation'").first()
+    assert violation.detail == "data.distance_m: -5 is less than the minimum of 0"
+    assert violation.source_file.endswith("rides-http.jsonl") and violation.candidates == [
+        "/messagegroups/bikeshare.rides/messages/bikeshare.rides.RideEnded"]
+    dock = store.read("messages/bikeshare_docks_mqtt__dockstatus").orderBy("source_line").first()
+    assert dock.data.reported_at == dock.time  # Avro timestamp-millis in a JSON payload
+    assert (dock.city, dock.mqtt_qos, dock.firmware) == ("amsterdam", 1, "4.2.1")
+
+    before = _snapshot(store, tables)
+    again = classify_partition(spark, store, catalog, tables, landing, DAY)
+    assert again.as_json() == first.as_json()
+    assert _snapshot(store, tables) == before
+
+    # a lost record: the conservation check fails
+    name = "messages/bikeshare_payments__paymentcaptured"
+    store.overwrite_partition(name, store.read(name).where(F.col("source_line") != 1), "event_date", DAY)
+    ok, counts = conservation(store, tables, DAY, first.records)
+    assert not ok and counts["rows_stored"] == 58
+
+
+def test_real_azure_events_classify_as_their_catalog_says(spark, tmp_path, shared_data):
+    from catalake.platform.storage import DeltaStore
+
+    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
+    catalog_file = shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    for name in ("blob_created.json", "blob_deleted.json"):
+        shutil.copy(events / name, folder / name)  # a test-time copy; nothing is committed
+    catalog = load_catalog([catalog_file])
+    tables, errors = message_tables(catalog, [catalog_file.parent])
+    assert len(errors) == 5  # the sample's schemas are external URLs only: payloads kept as JSON text
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    result = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    got = {xid.rsplit("/", 1)[-1]: n for xid, n in result.tables.items() if n}
+    assert got == {"Microsoft.Storage.BlobCreated": 1, "Microsoft.Storage.BlobDeleted": 1}, result.deadletter
+    created = store.read("messages/microsoft_storage__blobcreated").first()
+    assert json.loads(created.data)["api"] == "PutBlob"
+    assert "operationId" in created.other_attributes  # undeclared extension attributes are kept
