@@ -15,7 +15,7 @@ from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, catalog_roots
 from catalake.platform.deadletter import DEADLETTER_TABLE
 from catalake.platform.landing import partition_files, read_records
-from catalake.platform.matcher import compile_catalog, match, template_regex
+from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.records import normalize
 

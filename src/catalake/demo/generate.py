@@ -83,7 +83,7 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
     for i in range(rides):
         city = rng.choice(sorted(CITIES))
         station, end_station = rng.choice(CITIES[city]), rng.choice(CITIES[city])
-        ride_id = f"R-{day.toordinal() % 1000:03d}{i:03d}"
+        ride_id = f"R-{(day.toordinal() % 1000 * 1000 + i) % 1_000_000:06d}"  # six digits, as the schema says
         bike_id = f"B-{rng.randint(1000, 9999)}"
         t0 = start + dt.timedelta(minutes=rng.randint(0, 900))
         t1 = t0 + dt.timedelta(minutes=rng.randint(3, 55))

@@ -33,10 +33,9 @@ from .catalog.model import Catalog
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .landing import partition_files, read_records
 from .matcher import compile_catalog, match
-from .message_table import ATTRIBUTE_TYPES, CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
+from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import needs_python_validation, typed_payload
 from .records import normalize
-from .schemas.references import DataSchema
 from .storage import DeltaStore
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
@@ -221,7 +220,7 @@ def _attribute(name: str, dtype) -> Column:
         return F.try_to_binary(value, F.lit("base64"))
     if dtype.simpleString() == "string":
         return value
-    return value.try_cast(dtype) if hasattr(value, "try_cast") else value.cast(dtype)
+    return value.try_cast(dtype)
 
 
 def table_columns(table: MessageTable, schema: StructType, data: Column, ingested_at: dt.datetime, day: dt.date) -> list[Column]:
