@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from .catalog import Catalog, MessageDefinition
-from .catalog.normalize import protocol_family
+from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
 
 CATALOG_TABLE = "catalog/messages"
 
@@ -60,8 +60,6 @@ SCHEMA = StructType(
         _field("source_pointer", StringType(), "JSON pointer of the definition in that file"),
     ]
 )
-
-ADDRESS_OPTIONS = {"KAFKA": "topic", "MQTT": "topic_name", "NATS": "subject", "HTTP": "path"}
 
 
 def _text(value) -> str | None:

@@ -36,6 +36,7 @@ from .matcher import compile_catalog, match
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import needs_python_validation, typed_payload
 from .records import normalize
+from .schemas.avro import named_type
 from .storage import DeltaStore
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
@@ -116,10 +117,7 @@ def _make_validator(spec: tuple):
     import fastavro
     from fastavro.validation import ValidationError, validate
 
-    schema = content
-    if type_name and isinstance(content, list):
-        schema = [t for t in content if str(t.get("name", "")).rsplit(".", 1)[-1] == type_name][0]
-    parsed = fastavro.parse_schema(schema)
+    parsed = fastavro.parse_schema(named_type(content, type_name))
 
     def avro_errors(value) -> list[str]:
         try:
@@ -180,10 +178,7 @@ def _avro_decoder(spec: tuple):
     def decode(blobs: pd.Series) -> pd.Series:
         import fastavro
 
-        schema = content
-        if type_name and isinstance(content, list):
-            schema = [t for t in content if str(t.get("name", "")).rsplit(".", 1)[-1] == type_name][0]
-        parsed = fastavro.parse_schema(schema)
+        parsed = fastavro.parse_schema(named_type(content, type_name))
 
         def one(blob):
             if not isinstance(blob, str):
@@ -355,11 +350,12 @@ def classify_partition(
         if idx not in winners:
             store.overwrite_partition(table.name, spark.createDataFrame([], store.spark_schema(table.name)), PARTITION_COLUMN, day)
             return 0, None, None
-        rows = table_rows(table, store.spark_schema(table.name), resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull()), specs)
+        schema = store.spark_schema(table.name)
+        rows = table_rows(table, schema, resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull()), specs)
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         counts = {r["rejected"]: r["count"] for r in rows.groupBy("rejected").count().collect()}
         good = rows.where(~F.col("rejected"))
-        columns = table_columns(table, store.spark_schema(table.name), F.col("data_typed"), ingested_at, day)
+        columns = table_columns(table, schema, F.col("data_typed"), ingested_at, day)
         store.overwrite_partition(table.name, good.select(columns), PARTITION_COLUMN, day)
         progress(f"{day}: wrote {counts.get(False, 0)} row(s) to {table.name}")
         bad = deadletter_rows(

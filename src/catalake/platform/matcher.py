@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 from uritemplate import URITemplate
 
 from .catalog.model import MessageDefinition
-from .catalog.normalize import protocol_family
+from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
 
 CHECK = StructType([
     StructField("key", StringType(), False),  # 'ce:<attribute>' or 'opt:<option>[.<entry>]' (records.py)
@@ -78,7 +78,6 @@ CATALOG = StructType([
 LOOSE = "(.+?)"
 STRICT = "((?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+?)"
 RECORD_FAMILY = {"kafka": "KAFKA", "mqtt": "MQTT", "amqp": "AMQP", "http": "HTTP", "nats": "NATS", "rocketmq": "ROCKETMQ"}
-ADDRESS_OPTIONS = {"KAFKA": "topic", "MQTT": "topic_name", "NATS": "subject", "HTTP": "path", "ROCKETMQ": "topic"}
 
 
 def template_regex(template: str, strict: bool = False) -> tuple[str, list[str]]:
@@ -229,8 +228,11 @@ def placeholder_pairs(d: str = "d") -> str:
 
 
 def rule_same_placeholder_value() -> str:
-    pairs = placeholder_pairs()
-    return f"(size(array_distinct({pairs})) = size(array_distinct(transform({pairs}, p -> p.name))))"
+    # forall over a one-element array binds the pairs once (SQL has no `let`)
+    return (
+        f"forall(array({placeholder_pairs()}),"
+        " pairs -> size(array_distinct(pairs)) = size(array_distinct(transform(pairs, p -> p.name))))"
+    )
 
 
 def rule_most_derived() -> str:
@@ -253,16 +255,15 @@ def match(records: DataFrame, catalog: DataFrame) -> DataFrame:
         " coalesce(by_address[concat(rec_family, '|', address)], array()), unkeyed))"
     )
     df = df.withColumn("cand_idx", cand_idx)
-    applies = f"d -> {rule_protocol()}"
+    df = df.withColumn("applicable", F.expr(f"filter(transform(cand_idx, i -> defs[i]), d -> {rule_protocol()})"))
     passes = f"d -> forall(d.checks, c -> {check_passes()}) AND {rule_same_placeholder_value()}"
-    df = df.withColumn("cands", F.expr(f"filter(filter(transform(cand_idx, i -> defs[i]), {applies}), {passes})"))
+    df = df.withColumn("cands", F.expr(f"filter(applicable, {passes})"))
     df = df.withColumn("derived", F.expr(rule_most_derived()))
     n = F.size("cands")
     winner = F.when(n == 1, F.col("cands")[0]).when(F.size("derived") == 1, F.col("derived")[0])
     df = df.withColumn("winner_def", winner)
     missing = F.expr(
-        "flatten(transform(filter(transform(cand_idx, i -> defs[i]), " + applies + "),"
-        " d -> transform(filter(d.checks, c -> c.required AND fields[c.key] IS NULL), c -> c.key)))"
+        "flatten(transform(applicable, d -> transform(filter(d.checks, c -> c.required AND fields[c.key] IS NULL), c -> c.key)))"
     )
     status = (
         F.when(F.col("winner_def").isNotNull(), F.lit("matched"))
@@ -275,4 +276,4 @@ def match(records: DataFrame, catalog: DataFrame) -> DataFrame:
     df = df.withColumn("winner", F.col("winner_def.idx"))
     pairs = F.expr(placeholder_pairs("winner_def"))
     df = df.withColumn("placeholders", F.when(F.col("winner_def").isNotNull(), F.map_from_entries(F.array_distinct(pairs))))
-    return df.drop("defs", "by_type", "by_address", "unkeyed", "cand_idx", "cands", "derived", "winner_def", "rec_version")
+    return df.drop("defs", "by_type", "by_address", "unkeyed", "cand_idx", "applicable", "cands", "derived", "winner_def", "rec_version")

@@ -211,40 +211,27 @@ def build(dtype: DataType, v: Column, meta: dict, path: str, checks: Checks) -> 
     elif isinstance(dtype, ArrayType):
         arr = F.try_variant_get(v, "$", "array<variant>")
         local.add(arr.isNotNull(), _msg(path, "is not of type 'array'", F.to_json(v)))
-        item_meta = (meta.get("catalake.check") or {}).get("items") or {}
-        element_checks: list[Checks] = []
-
-        def element(e: Column) -> Column:
-            inner = Checks()
-            out = build(dtype.elementType, e, {}, f"{path}[]", inner)
-            element_checks.append(inner)
-            return out
-
-        typed = F.transform(arr, element)
-        if element_checks and element_checks[0].items:
-            def element_ok(e: Column) -> Column:
-                inner = Checks()
-                build(dtype.elementType, e, item_meta, f"{path}[]", inner)
-                return ~_present(e) | inner.all_ok()
-
-            local.add(F.forall(arr, element_ok), _msg(path, "has an item that does not match its schema"))
+        # typed values and checks live in separate lambdas: each is built from the element
+        typed = F.transform(arr, lambda e: build(dtype.elementType, e, {}, f"{path}[]", Checks()))
+        local.add(F.forall(arr, lambda e: _ok(dtype.elementType, e, f"{path}[]")), _msg(path, "has an item that does not match its schema"))
     elif isinstance(dtype, MapType):
         m = F.try_variant_get(v, "$", "map<string,variant>")
         local.add(m.isNotNull(), _msg(path, "is not of type 'object'", F.to_json(v)))
         typed = F.transform_values(m, lambda k, e: build(dtype.valueType, e, {}, f"{path}{{}}", Checks()))
-
-        def value_ok(k: Column, e: Column) -> Column:
-            inner = Checks()
-            build(dtype.valueType, e, {}, f"{path}{{}}", inner)
-            return ~_present(e) | inner.all_ok()
-
-        local.add(F.forall(F.map_entries(m), lambda entry: value_ok(entry.key, entry.value)), _msg(path, "has a value that does not match its schema"))
+        local.add(F.forall(F.map_values(m), lambda e: _ok(dtype.valueType, e, f"{path}{{}}")), _msg(path, "has a value that does not match its schema"))
     else:
         typed = _scalar(dtype, v, meta, path, local)
     _constraints(typed, dtype, meta, path, local)
     for ok, message in local.items:
         checks.add(~_present(v) | ok, message)
     return typed
+
+
+def _ok(dtype: DataType, e: Column, path: str) -> Column:
+    """Whether one array element / map value passes its checks (absent values pass)."""
+    inner = Checks()
+    build(dtype, e, {}, path, inner)
+    return ~_present(e) | inner.all_ok()
 
 
 def typed_payload(dtype: DataType, data_meta: dict, v: Column) -> tuple[Column, Column]:

@@ -111,7 +111,8 @@ def normalize(records: DataFrame) -> DataFrame:
         .when(k == "rocketmq", _name_value_map("$.properties"))
     )
     amqp_props = E("transform_keys(try_variant_get(v, '$.properties', 'map<string,string>'), (k, x) -> lower(replace(k, '_', '-')))")
-    df = df.withColumn("headers", headers).withColumn("amqp_props", amqp_props)
+    annotations = F.when(k == "amqp", _name_value_map("$.message_annotations"))
+    df = df.withColumn("headers", headers).withColumn("amqp_props", amqp_props).withColumn("annotations", annotations)
     h = F.col("headers")
     content_type = (
         F.when(k.isin("kafka", "http", "nats"), h["content-type"])
@@ -180,7 +181,7 @@ def normalize(records: DataFrame) -> DataFrame:
         F.when(k == "amqp", props["subject"]).alias("amqp_subject"),
         F.when(k == "amqp", props["content-type"]).alias("amqp_content_type"),
         F.when(k == "amqp", _without_prefix(h, ("cloudevents:", "cloudevents_"))).alias("amqp_application_properties"),
-        F.when(k == "amqp", _name_value_map("$.message_annotations")).alias("amqp_message_annotations"),
+        F.col("annotations").alias("amqp_message_annotations"),
         F.when(k == "http", F.upper(_get("$.method"))).alias("http_method"),
         F.when(k == "http", _get("$.path")).alias("http_path"),
         F.when(k == "http", _name_value_map("$.query")).alias("http_query"),
@@ -205,7 +206,7 @@ def normalize(records: DataFrame) -> DataFrame:
     )
     df = df.withColumn("protocol", protocol).withColumn("address", address)
     df = df.withColumn("fields", _fields(k, p, h, props)).withColumn("pm_map", _pm_map(k, p))
-    return df.drop("headers", "amqp_props", "payload", "proto_content_type")
+    return df.drop("headers", "amqp_props", "annotations", "payload", "proto_content_type")
 
 
 def _opt(name: str, value: Column) -> Column:
@@ -231,7 +232,7 @@ def _fields(k: Column, p: Column, h: Column, props: Column) -> Column:
     )
     amqp = F.map_concat(
         _prefixed("opt:properties.", props), _prefixed("opt:application_properties.", h),
-        _prefixed("opt:message_annotations.", _name_value_map("$.message_annotations")),
+        _prefixed("opt:message_annotations.", F.col("annotations")),
         _prefixed("opt:header.", _name_value_map("$.header")),
     )
     http = F.map_concat(

@@ -57,6 +57,8 @@ MAP_OPTIONS = {
 }
 LIST_OPTIONS = {"HTTP": {"headers"}, "MQTT": {"user_properties"}, "NATS": {"headers"}}
 OPTION_RENAMES = {"MQTT": {"topic": "topic_name"}}
+# the option that names where a message goes (AMQP: its `properties.to`)
+ADDRESS_OPTIONS = {"KAFKA": "topic", "MQTT": "topic_name", "NATS": "subject", "HTTP": "path", "ROCKETMQ": "topic"}
 
 
 @dataclass

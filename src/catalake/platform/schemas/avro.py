@@ -149,6 +149,16 @@ class _Mapper:
         return StructType(fields), nullable, {}
 
 
+def named_type(content: Any, type_name: str | None) -> Any:
+    """The schema a `:TypeName` reference means: the named type of a list of types, else `content`."""
+    if not (type_name and isinstance(content, list)):
+        return content
+    for t in content:
+        if isinstance(t, dict) and str(t.get("name", "")).rsplit(".", 1)[-1] == type_name:
+            return t
+    raise SchemaError(f"Avro type {type_name!r} not found")
+
+
 def avro_to_spark(schema: Any, named: dict | None = None) -> tuple[DataType, bool]:
     """The Spark type of Avro values of `schema`, and whether the value itself may be null.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import DataType
 
-from .avro import avro_to_spark
+from .avro import avro_to_spark, named_type
 from .json_schema import SchemaError, json_schema_to_spark
 from .json_structure import json_structure_to_spark
 from .protobuf import protobuf_to_spark
@@ -12,13 +12,11 @@ from .references import DataSchema
 
 
 def _avro(schema: DataSchema) -> tuple[DataType, bool]:
-    content = schema.content
-    if schema.type_name and isinstance(content, list):  # a list of named types: pick the one named
-        named = [t for t in content if isinstance(t, dict) and str(t.get("name", "")).rsplit(".", 1)[-1] == schema.type_name]
-        if not named:
-            raise SchemaError(f"{schema.message}: Avro type {schema.type_name!r} not found in {schema.reference!r}")
-        return avro_to_spark(named[0], {})
-    return avro_to_spark(content)
+    try:
+        content = named_type(schema.content, schema.type_name)
+    except SchemaError as exc:
+        raise SchemaError(f"{schema.message}: {exc} in {schema.reference!r}") from None
+    return avro_to_spark(content, {} if content is not schema.content else None)
 
 
 def spark_type(schema: DataSchema) -> tuple[DataType, bool]:
