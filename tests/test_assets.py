@@ -26,7 +26,7 @@ def resources(catalog_paths, warehouse):
 def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert "message_catalog" in keys and "deadletter" in keys and len(keys) == 2 + 9
+    assert {"message_catalog", "expectation_suites", "deadletter"} <= keys and len(keys) == 3 + 9
     assert defs.resolve_job_def("catalake_job") is not None
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
     assert spec.group_name == "bikeshare_rides_kafka"
@@ -44,7 +44,7 @@ def test_an_invalid_catalog_still_loads_the_code_location(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
     repo = build_definitions(Settings(catalog=(bad,), warehouse=tmp_path / "wh")).get_repository_def()
-    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog", "deadletter"}
+    assert {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()} == {"message_catalog", "expectation_suites", "deadletter"}
 
 
 def test_settings_from_environment(tmp_path):
@@ -109,3 +109,49 @@ def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):
     assert "cloudevents-required-attribute" in str(failure) or "invalid message catalog" in str(failure)
     assert store.version(CATALOG_TABLE) == version
     assert store.read(CATALOG_TABLE).count() == 9
+
+
+def test_demo_partition_through_dagster_with_checks(spark, tmp_path):
+    """The catalog job, then one events_job partition: materializations with row counts, the
+    conservation check, and one passing `expectations` check per message asset."""
+    from dagster import DagsterInstance
+
+    warehouse = tmp_path / "wh"
+    definitions = build_definitions(Settings(warehouse=warehouse, spark_master="local[2]"))
+    instance = DagsterInstance.ephemeral()
+    catalog_run = definitions.resolve_job_def("catalake_job").execute_in_process(instance=instance)
+    suites = catalog_run.asset_materializations_for_node("expectation_suites")[0].metadata
+    assert suites["suites"].value == 9 and suites["written"].value == 9
+    assert sorted(p.name for p in (warehouse / "expectations").iterdir())[0] == "bikeshare_docks__batterylow.json"
+
+    run = definitions.resolve_job_def("events_job").execute_in_process(instance=instance, partition_key="2026-11-20")
+    assert run.success
+    rows = {m.asset_key.to_user_string(): m.metadata["dagster/partition_row_count"].value
+            for m in run.asset_materializations_for_node("classify_events")}
+    assert rows["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"] == 15 and rows["deadletter"] == 3
+    checks = {(e.asset_key.to_user_string(), e.check_name): e for e in run.get_asset_check_evaluations()}
+    assert checks["deadletter", "conservation"].passed
+    expectations = {k[0]: e for k, e in checks.items() if k[1] == "expectations"}
+    assert len(expectations) == 9 and all(e.passed for e in expectations.values())
+    dock = expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"].metadata
+    assert dock["rows"].value == 15 and dock["failed_error"].value == 0 and dock["expectations"].value > 10
+    assert dock["data_docs"].value.endswith("gx/uncommitted/data_docs/local_site/index.html")
+    assert (warehouse / "gx/uncommitted/data_docs/local_site/index.html").exists()
+    assert expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow"].metadata["rows"].value == 0
+
+
+def test_failed_error_expectations_block():
+    """A partition breaking what the catalog requires fails its check with ERROR severity."""
+    from catalake.assets.checks import check_result
+    from catalake.platform.validation import ExpectationOutcome, SuiteOutcome
+
+    key = AssetKey(["messages", "g", "m"])
+    error = ExpectationOutcome("expect_column_values_to_be_in_set", "data.status", "payload enum", "ERROR", False, 1, 10.0, ["lost"])
+    warn = ExpectationOutcome("expect_column_values_to_match_regex", "data.email", "payload format", "WARN", False, 2, 20.0)
+    fine = ExpectationOutcome("expect_column_values_to_not_be_null", "id", "required attribute", "ERROR", True, 0, 0.0)
+    blocked = check_result(key, SuiteOutcome("m", 10, [error, warn, fine]))
+    assert not blocked.passed and blocked.severity.value == "ERROR"
+    assert blocked.metadata["failed_error"].value == 1 and "lost" in blocked.metadata["results"].value
+    warned = check_result(key, SuiteOutcome("m", 10, [warn, fine]))
+    assert not warned.passed and warned.severity.value == "WARN"
+    assert check_result(key, SuiteOutcome("m", 10, [fine])).passed

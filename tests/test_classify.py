@@ -181,6 +181,8 @@ CASES = [
     (ce("acme.Twin", data={"c": 1}), "ambiguous", None, "0 of 2 candidates"),
     (ce("acme.Any", specversion="0.3"), "unsupported_specversion", None, "0.3"),
     ({"specversion": "1.0", "type": "acme.Any", "source": "/x"}, "missing_required_attribute", None, "id"),
+    (ce("acme.Any", time="yesterday"), "no_match", None, None),  # CloudEvents types `time`: RFC 3339 or no match
+    (ce("acme.Any", time="2026-11-20T10:00:00+01:00"), "matched", "acme.Any", None),
 ]
 
 

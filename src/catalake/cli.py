@@ -115,6 +115,21 @@ def _run(args) -> int:
     return status
 
 
+def _docs(args) -> int:
+    """Where the expectation suites and the GX data docs of the configured warehouse are."""
+    from catalake.platform.config import DOCS_INDEX
+
+    warehouse = Settings.from_env().warehouse
+    index = warehouse / DOCS_INDEX
+    print(f"expectation suites: {warehouse / 'expectations'}")
+    if not index.exists():
+        print(f"data docs: not built yet (they appear at {index} after a partition run)", file=sys.stderr)
+        return 1
+    print(f"data docs: {index}")
+    print(f"open: {index.as_uri()}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catalake", description="Catalog-driven event lakehouse.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -139,6 +154,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--to", dest="end", help="last partition of the range (default: --from)")
     run.add_argument("--json", action="store_true", help="print one JSON result per partition")
     run.set_defaults(func=_run)
+    docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
+    docs.set_defaults(func=_docs)
     return p
 
 

@@ -9,6 +9,7 @@ from catalake.assets import (
     build_landing_sensor,
     catalake_job,
     daily_partitions,
+    expectation_suites,
     message_catalog,
 )
 from catalake.platform.config import Settings
@@ -20,7 +21,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
     return Definitions(
-        assets=[message_catalog, build_events_asset(settings)],
+        assets=[message_catalog, expectation_suites, build_events_asset(settings)],
         jobs=[catalake_job, events_job],
         schedules=[build_daily_schedule(events_job)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions)],

@@ -2,6 +2,7 @@
 
 from .catalog import message_catalog
 from .events import build_events_asset, daily_partitions
+from .expectations import expectation_suites
 from .jobs import build_events_job, catalake_job
 from .messages import message_specs
 from .schedules import build_daily_schedule
@@ -14,6 +15,7 @@ __all__ = [
     "build_landing_sensor",
     "catalake_job",
     "daily_partitions",
+    "expectation_suites",
     "message_catalog",
     "message_specs",
 ]

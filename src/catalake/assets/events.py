@@ -21,10 +21,11 @@ from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
-from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.message_table import PARTITION_COLUMN, message_tables, sync_message_tables
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
+from .checks import check_result, expectation_check_spec
 from .messages import CATALOG_KEY, message_specs
 from .metadata import column_schema
 
@@ -58,6 +59,7 @@ def build_events_asset(settings: Settings):
         partitions_def=daily_partitions(settings),
         can_subset=True,
         check_specs=[
+            *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"]) for spec in specs],
             AssetCheckSpec(
                 "conservation",
                 asset=DEADLETTER_KEY,
@@ -75,7 +77,8 @@ def build_events_asset(settings: Settings):
         warehouse: Warehouse,
     ):
         """Reads one day of landed events, classifies every record against the catalog's message
-        definitions, and overwrites that day in each per-message table and in `deadletter`."""
+        definitions, and overwrites that day in each per-message table and in `deadletter`; then
+        validates each written partition against its definition's expectation suite."""
         day = dt.date.fromisoformat(context.partition_key)
         try:
             catalog = catalog_source.load()
@@ -105,6 +108,7 @@ def build_events_asset(settings: Settings):
                     "delta_version": store.version(table.name),
                 },
             )
+        yield from validate_partitions(context, store, warehouse, [t for t in tables if t.name in only], key_of, result, day)
         if DEADLETTER_KEY in selected:
             rows = sum(result.deadletter.values())
             yield MaterializeResult(
@@ -133,3 +137,23 @@ def build_events_asset(settings: Settings):
             )
 
     return classify_events
+
+
+def validate_partitions(context, store, warehouse: Warehouse, tables, key_of, result, day: dt.date):
+    """The `expectations` check of every written table: its partition against its suite, with one
+    data docs rebuild at the end. An empty partition passes without starting GX."""
+    from catalake.platform.expectations import build_suite
+    from catalake.platform.validation import SuiteOutcome
+
+    written = [t for t in tables if result.tables.get(t.message.xid, 0)]
+    validator = warehouse.validator() if written else None
+    outcomes = {}
+    for table in written:
+        partition = store.read(table.name).where(f"{PARTITION_COLUMN} = DATE'{day.isoformat()}'")
+        outcomes[table.name] = validator.validate(partition, build_suite(table))
+        context.log.info(f"{table.name}: {len(outcomes[table.name].errors)} ERROR, {len(outcomes[table.name].warnings)} WARN failures")
+    if validator is not None:
+        validator.build_docs()
+    for table in tables:
+        outcome = outcomes.get(table.name) or SuiteOutcome(table.message.table_name, 0, [])
+        yield check_result(key_of[table.name], outcome)

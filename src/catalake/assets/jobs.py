@@ -4,8 +4,8 @@ from .events import DEADLETTER_KEY
 
 catalake_job = define_asset_job(
     "catalake_job",
-    selection=AssetSelection.assets("message_catalog"),
-    description="Materialize the catalog table and create or evolve every per-message table.",
+    selection=AssetSelection.assets("message_catalog", "expectation_suites"),
+    description="Materialize the catalog table, create or evolve every per-message table, and write the expectation suites.",
 )
 
 

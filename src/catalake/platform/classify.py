@@ -209,6 +209,8 @@ def _avro_json(value):
 
 def _attribute(name: str, dtype) -> Column:
     value = F.col("attrs")[name]
+    if name == "datacontenttype":  # the effective one: JSON format implies application/json
+        return F.coalesce(value, F.col("fields")["ce:datacontenttype"])
     if name == "time" or dtype.simpleString() == "timestamp":
         return F.try_to_timestamp(value)
     if dtype.simpleString() == "binary":

@@ -8,6 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
+# GX data docs site inside the warehouse (validation.py builds it)
+DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
 
 
 def _paths(raw: str) -> tuple[Path, ...]:

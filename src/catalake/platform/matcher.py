@@ -101,14 +101,20 @@ def _text(value) -> str | None:
     return str(value)
 
 
+def registry_reference(value) -> bool:
+    """A `dataschema` value pointing consumers at the catalog's own registry entry: producers do
+    not send it, so it neither filters records nor is required of them."""
+    return isinstance(value, str) and value.startswith(("#", "/schemagroups/"))
+
+
 def _check(key: str, decl: dict, strict: bool) -> dict | None:
     value = _text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
     if kind == "timestamp":
         value = None  # a timestamp `value` is what producers fill in at creation (spec "value"), not a filter
-    if key == "ce:dataschema" and value and value.startswith(("#", "/schemagroups/")):
-        return None  # points consumers at the catalog's own registry entry; producers do not send it
+    if key == "ce:dataschema" and registry_reference(value):
+        return None
     if value is None and not required and kind in ("string", "uritemplate"):
         return None  # declares nothing a record could violate
     regex, names = None, []
@@ -139,13 +145,21 @@ def _option_checks(options: dict, strict: bool) -> list[dict]:
     return checks
 
 
+# CloudEvents 1.0 types `time` itself (RFC 3339): a record whose `time` does not parse matches no
+# definition, rather than landing with its time silently null
+CE_TYPED = {"time": {"type": "timestamp"}}
+
+
 def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> dict:
     """One definition as data: its protocol, envelope and every check a record must pass."""
     is_ce = (message.envelope or "").lower().startswith("cloudevents")
     checks = []
     if is_ce:
-        for name, decl in message.attributes.items():
+        declared = message.attributes
+        for name in [*declared, *(n for n in CE_TYPED if n not in declared)]:
+            decl = declared.get(name, {})
             if isinstance(decl, dict):
+                decl = {**CE_TYPED.get(name, {}), **decl}
                 check = _check(f"ce:{name}", decl, strict)
                 checks += [check] if check else []
     family = protocol_family(message.protocol)

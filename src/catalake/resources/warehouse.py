@@ -1,4 +1,4 @@
-
+from pathlib import Path
 from dagster import ConfigurableResource
 from pyspark.sql import SparkSession
 
@@ -13,3 +13,17 @@ class Warehouse(ConfigurableResource):
 
     def store(self, spark: SparkSession) -> DeltaStore:
         return DeltaStore(spark, self.path, self.delta_backend)
+
+    @property
+    def suites_dir(self) -> Path:
+        """Where the expectation suites are written, one JSON file per definition."""
+        return Path(self.path) / "expectations"
+
+    def validator(self):
+        """GX validation over this warehouse (its file context and data docs under `gx/`).
+
+        Imported here: great_expectations takes seconds to import, which the code location
+        should not pay when it loads."""
+        from catalake.platform.validation import Validator
+
+        return Validator(Path(self.path))

@@ -1,0 +1,307 @@
+"""Expectation suites (issue 5): one GX suite per definition from the catalog, each rule's exact
+expectation, stable files, and real GX validation on Spark (seeded violations, clean partitions,
+real events)."""
+
+import json
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+
+from catalake.platform.catalog import load_catalog
+from catalake.platform.classify import classify_partition
+from catalake.platform.config import catalog_roots
+from catalake.platform.expectations import (
+    ERROR,
+    WARN,
+    build_suite,
+    expectation_summary,
+    load_suite,
+    rule_attribute_types,
+    rule_attribute_values,
+    rule_payload_enum,
+    rule_payload_format,
+    rule_payload_items,
+    rule_payload_length,
+    rule_payload_pattern,
+    rule_payload_range,
+    rule_payload_required,
+    rule_required_attributes,
+    rule_uritemplates,
+    suite_json,
+    write_suites,
+)
+from catalake.platform.matcher import template_regex
+from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.validation import Validator
+
+from test_classify import DAY, ce, jsonl, land
+from test_catalog_real import VALID
+
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["order_id", "amount", "status", "placed_at"],
+    "properties": {
+        "order_id": {"type": "string", "pattern": "^O-[0-9]+$", "minLength": 3, "maxLength": 12},
+        "amount": {"type": "number", "minimum": 0, "exclusiveMaximum": 10000},
+        "status": {"enum": ["new", "paid"]},
+        "channel": {"const": "web"},
+        "placed_at": {"type": "string", "format": "date-time"},
+        "customer": {"type": "object", "required": ["email"], "properties": {
+            "email": {"type": "string", "format": "email"}, "id": {"type": "string", "format": "uuid"}}},
+        "items": {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "string"}},
+    },
+}
+CATALOG = {
+    "specversion": "1.0-rc2",
+    "messagegroups": {
+        "shop": {"messages": {
+            "shop.Order": {
+                "envelope": "CloudEvents/1.0",
+                "envelopemetadata": {
+                    "type": {"value": "shop.Order"},
+                    "source": {"type": "uritemplate", "value": "/shops/{shop}"},
+                    "subject": {"required": True},
+                    "priority": {"type": "integer"},
+                    "callback": {"type": "uri"},
+                },
+                "dataschemaformat": "JsonSchema/draft-07",
+                "dataschema": ORDER_SCHEMA,
+            },
+            "shop.Tick": {
+                "envelope": "CloudEvents/1.0",
+                "envelopemetadata": {"type": {"value": "shop.Tick"}},
+                "dataschemaformat": "Avro/1.11.1",
+                "dataschema": {"type": "record", "name": "Tick", "fields": [
+                    {"name": "level", "type": {"type": "enum", "name": "Level", "symbols": ["LOW", "HIGH"]}}]},
+            },
+        }},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shop")
+    (base / "catalog").mkdir()
+    (base / "catalog" / "shop.xreg.json").write_text(json.dumps(CATALOG))
+    catalog = load_catalog([base / "catalog"])
+    tables, errors = message_tables(catalog, catalog_roots([base / "catalog"]))
+    assert not errors
+    return base, catalog, {t.message.message_id: t for t in tables}
+
+
+def _summaries(expectations):
+    return [(s["type"], s["kwargs"], s["meta"]["severity"]) for s in map(expectation_summary, expectations)]
+
+
+# -- one test per generation rule: exact expectation type and kwargs
+
+def test_rule_required_attributes(shop):
+    got = _summaries(rule_required_attributes(shop[2]["shop.Order"]))
+    assert got == [("expect_column_values_to_not_be_null", {"column": c}, ERROR)
+                   for c in ("specversion", "id", "source", "type", "subject")]
+
+
+def test_rule_attribute_values(shop):
+    got = _summaries(rule_attribute_values(shop[2]["shop.Order"]))
+    assert ("expect_column_values_to_be_in_set", {"column": "type", "value_set": ["shop.Order"]}, ERROR) in got
+    assert ("expect_column_values_to_be_in_set", {"column": "specversion", "value_set": ["1.0"]}, ERROR) in got  # implied
+    assert all(kw["column"] != "source" for _, kw, _ in got)  # a template is not a constant
+
+
+def test_rule_uritemplates_loose_and_strict(shop):
+    order = shop[2]["shop.Order"]
+    assert _summaries(rule_uritemplates(order)) == [
+        ("expect_column_values_to_match_regex", {"column": "source", "regex": r"^/shops/(.+?)$"}, ERROR)]
+    assert _summaries(rule_uritemplates(order, strict=True))[0][1]["regex"] == template_regex("/shops/{shop}", strict=True)[0]
+
+
+def test_rule_attribute_types(shop):
+    got = {kw["column"]: (kind, kw) for kind, kw, _ in _summaries(rule_attribute_types(shop[2]["shop.Order"]))}
+    assert got["priority"] == ("expect_column_values_to_be_of_type", {"column": "priority", "type_": "IntegerType"})
+    assert got["time"] == ("expect_column_values_to_be_of_type", {"column": "time", "type_": "TimestampType"})
+    assert got["callback"][0] == "expect_column_values_to_match_regex" and got["callback"][1]["regex"].startswith("^[A-Za-z]")
+
+
+def test_rule_payload_required_addresses_nested_paths(shop):
+    got = _summaries(rule_payload_required(shop[2]["shop.Order"]))
+    columns = [kw["column"] for _, kw, _ in got]
+    assert columns == ["data", "data.order_id", "data.amount", "data.status", "data.placed_at", "data.customer.email"]
+    # `customer` is optional: its required `email` is only expected where a customer is present
+    email = got[-1][1]
+    assert email == {"column": "data.customer.email", "condition_parser": "spark",
+                     "row_condition": {"type": "pass_through", "pass_through_filter": "`data`.`customer` IS NOT NULL"}}
+    assert got[1][1] == {"column": "data.order_id"}  # the payload itself is required: no condition
+
+
+def test_rule_payload_enum_const_and_avro_enum(shop):
+    got = _summaries(rule_payload_enum(shop[2]["shop.Order"]))
+    assert got == [
+        ("expect_column_values_to_be_in_set", {"column": "data.status", "value_set": ["new", "paid"]}, ERROR),
+        ("expect_column_values_to_be_in_set", {"column": "data.channel", "value_set": ["web"]}, ERROR),
+    ]
+    assert _summaries(rule_payload_enum(shop[2]["shop.Tick"])) == [
+        ("expect_column_values_to_be_in_set", {"column": "data.level", "value_set": ["LOW", "HIGH"]}, ERROR)]
+
+
+def test_rule_payload_range_with_exclusive_bound(shop):
+    assert _summaries(rule_payload_range(shop[2]["shop.Order"])) == [
+        ("expect_column_values_to_be_between",
+         {"column": "data.amount", "min_value": 0, "max_value": 10000, "strict_max": True}, ERROR)]  # GX drops strict_min=False
+
+
+def test_rule_payload_length_and_pattern(shop):
+    order = shop[2]["shop.Order"]
+    assert _summaries(rule_payload_length(order)) == [
+        ("expect_column_value_lengths_to_be_between", {"column": "data.order_id", "min_value": 3, "max_value": 12}, ERROR)]
+    assert _summaries(rule_payload_pattern(order)) == [
+        ("expect_column_values_to_match_regex", {"column": "data.order_id", "regex": "^O-[0-9]+$"}, ERROR)]
+
+
+def test_rule_payload_format_is_a_warning(shop):
+    got = {kw["column"]: (kind, kw, sev) for kind, kw, sev in _summaries(rule_payload_format(shop[2]["shop.Order"]))}
+    assert got["data.placed_at"] == ("expect_column_values_to_be_of_type", {"column": "data.placed_at", "type_": "TimestampType"}, WARN)
+    assert got["data.customer.email"][0] == "expect_column_values_to_match_regex" and got["data.customer.email"][2] == WARN
+    assert got["data.customer.id"][1]["regex"].startswith("^[0-9a-fA-F]{8}-")
+
+
+def test_rule_payload_items_on_a_derived_size_column(shop):
+    order = shop[2]["shop.Order"]
+    assert _summaries(rule_payload_items(order)) == [
+        ("expect_column_values_to_be_between", {"column": "size(data.items)", "min_value": 1, "max_value": 50}, ERROR)]
+    assert build_suite(order).meta["catalake.derived_columns"] == {
+        "size(data.items)": "CASE WHEN `data`.`items` IS NULL THEN NULL ELSE size(`data`.`items`) END"}
+
+
+def test_every_expectation_names_its_catalog_rule(shop):
+    suite = build_suite(shop[2]["shop.Order"])
+    for expectation in suite.expectations:
+        meta = expectation_summary(expectation)["meta"]
+        assert meta["rule"] and meta["source"] and meta["severity"] in (ERROR, WARN)
+    assert suite.meta["catalake.xid"] == "/messagegroups/shop/messages/shop.Order"
+
+
+def test_suite_files_are_stable_and_round_trip(shop, tmp_path):
+    suites = [build_suite(t) for t in shop[2].values()]
+    assert write_suites(tmp_path, suites) == {"shop__order": "written", "shop__tick": "written"}
+    first = (tmp_path / "shop__order.json").read_bytes()
+    # regenerated from the same catalog: nothing rewritten, byte-identical
+    assert write_suites(tmp_path, [build_suite(t) for t in shop[2].values()]) == {"shop__order": "unchanged", "shop__tick": "unchanged"}
+    assert (tmp_path / "shop__order.json").read_bytes() == first
+    # GX's own serialization: the file loads back into an equal suite
+    loaded = load_suite(tmp_path / "shop__order.json")
+    assert suite_json(loaded) == first.decode()
+    # a definition gone from the catalog: its suite file goes too
+    assert write_suites(tmp_path, suites[:1])["shop__tick"] == "removed"
+    assert not (tmp_path / "shop__tick.json").exists()
+
+
+# -- validation on Spark
+
+def _order(i, **data):
+    payload = {"order_id": f"O-{i}", "amount": 10.0 + i, "status": "new", "placed_at": "2026-11-20T10:00:00Z",
+               "customer": {"email": "a@b.example"}, "items": ["x"], **data}
+    return ce("shop.Order", f"/shops/s{i % 2}", id=str(i), subject=f"order-{i}", time="2026-11-20T10:00:00Z",
+              datacontenttype="application/json", data=payload)
+
+
+@pytest.fixture(scope="module")
+def clean_partition(spark, shop):
+    from catalake.platform.storage import DeltaStore
+
+    base, catalog, tables = shop
+    store = DeltaStore(spark, base / "warehouse")
+    sync_message_tables(store, list(tables.values()))
+    root = land(base / "landing", DAY, {"orders.jsonl": jsonl(*[_order(i) for i in range(1, 11)])})
+    result = classify_partition(spark, store, catalog, list(tables.values()), root, DAY)
+    assert result.tables["/messagegroups/shop/messages/shop.Order"] == 10
+    return store, Validator(base / "warehouse")
+
+
+def _failed(outcome):
+    return {(o.type, o.column): o for o in outcome.outcomes if not o.success}
+
+
+def test_clean_partition_passes_every_expectation(clean_partition, shop):
+    store, validator = clean_partition
+    order = shop[2]["shop.Order"]
+    outcome = validator.validate(store.read(order.name), build_suite(order))
+    assert outcome.rows == 10 and outcome.success, [o.as_json() for o in outcome.outcomes if not o.success]
+    assert len(outcome.outcomes) == len(build_suite(order).expectations)
+    assert validator.build_docs().exists()
+
+
+def test_seeded_violations_fail_exactly_their_expectations(clean_partition, shop):
+    store, validator = clean_partition
+    order = shop[2]["shop.Order"]
+    rows = store.read(order.name)
+    line = F.col("source_line")
+    # seeded into the stored partition: an out-of-range amount (2 rows), a status outside the
+    # enum (1), a missing required order id (1)
+    seeded = rows.withColumn("data", F.col("data")
+                             .withField("amount", F.when(line.isin(2, 3), F.lit(-1.0)).otherwise(F.col("data.amount")))
+                             .withField("status", F.when(line == 4, F.lit("lost")).otherwise(F.col("data.status")))
+                             .withField("order_id", F.when(line == 5, F.lit(None)).otherwise(F.col("data.order_id"))))
+    store.overwrite_partition(order.name, seeded, "event_date", DAY)
+    outcome = validator.validate(store.read(order.name), build_suite(order))
+    failed = _failed(outcome)
+    assert set(failed) == {
+        ("expect_column_values_to_be_between", "data.amount"),
+        ("expect_column_values_to_be_in_set", "data.status"),
+        ("expect_column_values_to_not_be_null", "data.order_id"),
+    }
+    assert failed["expect_column_values_to_be_between", "data.amount"].unexpected_count == 2
+    assert failed["expect_column_values_to_be_between", "data.amount"].unexpected_percent == 20.0
+    assert failed["expect_column_values_to_be_between", "data.amount"].examples == [-1.0, -1.0]
+    assert failed["expect_column_values_to_be_in_set", "data.status"].examples == ["lost"]
+    assert failed["expect_column_values_to_not_be_null", "data.order_id"].unexpected_count == 1
+    assert len(outcome.errors) == 3 and not outcome.warnings
+
+    # a malformed timestamp: a partition whose `time` was written as text by another writer
+    # (Delta keeps a timestamp column typed, so that is how one reaches a table)
+    text_time = store.read(order.name).withColumn(
+        "time", F.when(F.col("source_line") == 6, F.lit("yesterday")).otherwise(F.col("time").cast("string")))
+    failed = _failed(validator.validate(text_time, build_suite(order)))
+    assert failed["expect_column_values_to_be_of_type", "time"].observed == "StringType"
+    assert ("expect_column_values_to_be_between", "data.amount") in failed
+
+
+def test_suites_for_every_public_definition(shared_data):
+    count = expectations = 0
+    for path, _, _ in VALID:
+        catalog = load_catalog([shared_data / path])
+        tables, _ = message_tables(catalog, [shared_data / path.split("/")[0]])
+        for table in tables:
+            suite = build_suite(table)
+            if "specversion" in table.schema.fieldNames():  # CloudEvents: at least the required attributes
+                assert len(suite.expectations) >= 4, table.name
+            assert json.loads(suite_json(suite))["name"] == table.message.table_name
+            count += 1
+            expectations += len(suite.expectations)
+    assert count == 621 and expectations > 621 * 4
+
+
+def test_real_azure_events_meet_their_suites(spark, tmp_path, shared_data):
+    from catalake.platform.storage import DeltaStore
+
+    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
+    catalog_file = shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    for name in ("blob_created.json", "blob_deleted.json"):
+        shutil.copy(events / name, folder / name)
+    catalog = load_catalog([catalog_file])
+    tables, _ = message_tables(catalog, [catalog_file.parent])
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    result = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    validator = Validator(tmp_path / "warehouse")
+    validated = 0
+    for table in tables:
+        if result.tables.get(table.message.xid):
+            outcome = validator.validate(store.read(table.name), build_suite(table))
+            assert outcome.rows == 1 and outcome.success, [o.as_json() for o in outcome.outcomes if not o.success]
+            validated += 1
+    assert validated == 2
+
