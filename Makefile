@@ -25,7 +25,9 @@ demo: $(BIN)/.installed
 	@echo
 	@echo "Done. Delta tables under $(CURDIR)/warehouse:"
 	@echo "  catalog/messages (the catalog), messages/<group>__<message> (one per definition), deadletter"
-	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader)."
+	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader; list them: $(BIN)/catalake tables)."
+	@echo "dbt models (events_daily, deadletter_daily, catalog_coverage, ride_lifecycle): $(CURDIR)/warehouse/analytics.duckdb"
+	@echo "Expectation suites and GX data docs: $(BIN)/catalake docs"
 	@echo "See the runs, partitions, row counts and the conservation check in the Dagster UI:"
 	@echo "  make dev, then http://127.0.0.1:3000"
 

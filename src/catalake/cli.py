@@ -77,7 +77,8 @@ def _days(args) -> list:
 
 
 def _run(args) -> int:
-    """Materialize the catalog, then one Dagster run per partition (recorded in DAGSTER_HOME when set)."""
+    """Materialize the catalog, then per partition a classification run and a dbt build run
+    (recorded in DAGSTER_HOME when set)."""
     import json
     import os
 
@@ -105,6 +106,12 @@ def _run(args) -> int:
             print(f"{day}: run {run.run_id} failed", file=sys.stderr)
             status = 1
             continue
+        if not args.no_analytics:
+            analytics = defs.resolve_job_def("analytics_job").execute_in_process(
+                partition_key=day.isoformat(), instance=instance, raise_on_error=False)
+            if not analytics.success:
+                print(f"{day}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
+                status = 1
         if args.json:
             print(json.dumps(result, sort_keys=True))
         else:
@@ -113,6 +120,54 @@ def _run(args) -> int:
                   f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
                   f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
     return status
+
+
+def _tables(args) -> int:
+    """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars)."""
+    from deltalake import DeltaTable
+
+    from catalake.platform.analyst import warehouse_tables
+
+    warehouse = Settings.from_env().warehouse
+    tables = warehouse_tables(warehouse)
+    if not tables:
+        print(f"no Delta tables under {warehouse.resolve()} (run `catalake run` first)", file=sys.stderr)
+        return 1
+    rows = [[name, str(warehouse / table), DeltaTable(str(warehouse / table)).version()] for name, table in tables.items()]
+    print(text_table(["table", "path", "delta version"], rows))
+    return 0
+
+
+def _sql(args) -> int:
+    """A Spark SQL query over the warehouse tables, printed as a table."""
+    from catalake.platform.analyst import sql
+    from catalake.platform.spark import build_session
+    from catalake.platform.storage import DeltaStore
+
+    settings = Settings.from_env()
+    spark = build_session(settings.spark_master, app_name="catalake-sql")
+    frame = sql(spark, DeltaStore(spark, settings.warehouse, settings.delta_backend), args.query)
+    rows = frame.limit(args.limit).collect()
+    print(text_table(frame.columns, [["" if v is None else v for v in row] for row in rows]))
+    return 0
+
+
+def _dbt_sources(args) -> int:
+    """Write (or with --check, compare) the dbt sources generated from the configured catalog."""
+    from catalake.assets.analytics import DBT_PROJECT_DIR
+    from catalake.platform.dbt_sources import stale_sources, write_sources
+    from catalake.platform.message_table import message_tables
+
+    settings = Settings.from_env()
+    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    if args.check:
+        stale = stale_sources(DBT_PROJECT_DIR, tables)
+        for path in stale:
+            print(f"{path} is not current: run `catalake dbt sources`", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_sources(DBT_PROJECT_DIR, tables):
+        print(f"wrote {path}")
+    return 0
 
 
 def _docs(args) -> int:
@@ -153,7 +208,18 @@ def parser() -> argparse.ArgumentParser:
     when.add_argument("--from", dest="start", help="first partition of a range, YYYY-MM-DD")
     run.add_argument("--to", dest="end", help="last partition of the range (default: --from)")
     run.add_argument("--json", action="store_true", help="print one JSON result per partition")
+    run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
     run.set_defaults(func=_run)
+    tables = sub.add_parser("tables", help="list the warehouse tables under the names SQL sees them by")
+    tables.set_defaults(func=_tables)
+    q = sub.add_parser("sql", help="run a Spark SQL query over the warehouse tables")
+    q.add_argument("query", help='e.g. "SELECT city, count(*) FROM bikeshare_rides__rideended GROUP BY city"')
+    q.add_argument("--limit", type=int, default=100, help="rows printed (default 100)")
+    q.set_defaults(func=_sql)
+    dbt = sub.add_parser("dbt", help="the dbt project").add_subparsers(dest="action", required=True)
+    ds = dbt.add_parser("sources", help="write dbt_project/models/sources.yml and the messages macro from the catalog")
+    ds.add_argument("--check", action="store_true", help="exit 1 if the files are not current")
+    ds.set_defaults(func=_dbt_sources)
     docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
     docs.set_defaults(func=_docs)
     return p

@@ -3,12 +3,15 @@
 from dagster import Definitions, in_process_executor
 
 from catalake.assets import (
+    build_analytics_job,
+    build_dbt_assets,
     build_daily_schedule,
     build_events_asset,
     build_events_job,
     build_landing_sensor,
     catalake_job,
     daily_partitions,
+    dbt_cli,
     expectation_suites,
     message_catalog,
 )
@@ -21,8 +24,8 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
     return Definitions(
-        assets=[message_catalog, expectation_suites, build_events_asset(settings)],
-        jobs=[catalake_job, events_job],
+        assets=[message_catalog, expectation_suites, build_events_asset(settings), build_dbt_assets(partitions)],
+        jobs=[catalake_job, events_job, build_analytics_job(partitions)],
         schedules=[build_daily_schedule(events_job)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
         resources={
@@ -32,6 +35,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
                 paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
             ),
             "landing": LandingZone(path=str(settings.landing)),
+            "dbt": dbt_cli(),
         },
         # One Spark session per run: steps share the process instead of each starting a JVM.
         executor=in_process_executor,

@@ -1,5 +1,6 @@
 """Dagster assets, checks, jobs, schedules and sensors."""
 
+from .analytics import build_analytics_job, build_dbt_assets, dbt_cli
 from .catalog import message_catalog
 from .events import build_events_asset, daily_partitions
 from .expectations import expectation_suites
@@ -9,6 +10,9 @@ from .schedules import build_daily_schedule
 from .sensors import build_landing_sensor
 
 __all__ = [
+    "build_analytics_job",
+    "build_dbt_assets",
+    "dbt_cli",
     "build_daily_schedule",
     "build_events_asset",
     "build_events_job",

@@ -1,0 +1,137 @@
+"""The demo through Dagster end to end (catalog job, two classified days with their checks, the
+dbt build), the dbt project's sources and models, and the README's analyst queries."""
+
+import os
+import re
+import subprocess
+import sys
+
+import duckdb
+import pytest
+from dagster import DagsterInstance
+
+from catalake.assets.analytics import DBT_PROJECT_DIR
+from catalake.definitions import build_definitions
+from catalake.platform.analyst import sql, warehouse_tables
+from catalake.platform.catalog import load_catalog
+from catalake.platform.config import Settings
+from catalake.platform.dbt_sources import stale_sources
+from catalake.platform.message_table import message_tables
+
+from conftest import DEMO_CATALOG, REPO
+
+DAYS = ["2026-11-20", "2026-11-21"]
+
+
+@pytest.fixture(scope="module")
+def demo(spark, tmp_path_factory):
+    """The demo's two days through the Dagster jobs, as `catalake run` does them."""
+    base = tmp_path_factory.mktemp("demo")
+    warehouse = base / "warehouse"
+    definitions = build_definitions(Settings(warehouse=warehouse, spark_master="local[2]"))
+    instance = DagsterInstance.ephemeral()
+    runs = {"catalog": definitions.resolve_job_def("catalake_job").execute_in_process(instance=instance)}
+    for day in DAYS:
+        runs[f"events {day}"] = definitions.resolve_job_def("events_job").execute_in_process(instance=instance, partition_key=day)
+        runs[f"analytics {day}"] = definitions.resolve_job_def("analytics_job").execute_in_process(instance=instance, partition_key=day)
+    assert all(run.success for run in runs.values())
+    return base, warehouse, runs
+
+
+def test_catalog_job_writes_the_suites(demo):
+    _, warehouse, runs = demo
+    suites = runs["catalog"].asset_materializations_for_node("expectation_suites")[0].metadata
+    assert suites["suites"].value == 9 and suites["written"].value == 9
+    assert len(list((warehouse / "expectations").glob("*.json"))) == 9
+
+
+def test_partition_run_materializes_and_checks(demo):
+    _, warehouse, runs = demo
+    run = runs["events 2026-11-20"]
+    rows = {m.asset_key.to_user_string(): m.metadata["dagster/partition_row_count"].value
+            for m in run.asset_materializations_for_node("classify_events")}
+    assert rows["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"] == 15 and rows["deadletter"] == 3
+    checks = {(e.asset_key.to_user_string(), e.check_name): e for e in run.get_asset_check_evaluations()}
+    assert checks["deadletter", "conservation"].passed
+    expectations = {k[0]: e for k, e in checks.items() if k[1] == "expectations"}
+    assert len(expectations) == 9 and all(e.passed for e in expectations.values())
+    dock = expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"].metadata
+    assert dock["rows"].value == 15 and dock["failed_error"].value == 0 and dock["expectations"].value > 10
+    assert dock["data_docs"].value == str(warehouse / "gx/uncommitted/data_docs/local_site/index.html")
+    assert (warehouse / "gx/uncommitted/data_docs/local_site/index.html").exists()
+    assert expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow"].metadata["rows"].value == 0
+
+
+def test_dbt_sources_are_current():
+    catalog = load_catalog([DEMO_CATALOG])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG])
+    assert stale_sources(DBT_PROJECT_DIR, tables) == [], "run `catalake dbt sources`"
+
+
+def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):
+    _, _, runs = demo
+    run = runs["analytics 2026-11-21"]
+    models = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
+    assert models == {"events_daily", "deadletter_daily", "catalog_coverage", "ride_lifecycle"}
+    checks = run.get_asset_check_evaluations()
+    assert len(checks) == 9 and all(c.passed for c in checks)
+    assert {c.check_name for c in checks} >= {"unique_catalog_coverage_message_xid", "not_null_ride_lifecycle_ride_id"}
+
+
+def test_events_daily_matches_the_message_tables(demo, spark):
+    _, warehouse, _ = demo
+    from catalake.platform.storage import DeltaStore
+
+    store = DeltaStore(spark, warehouse)
+    expected = {(row.table_name, str(row.event_date)): row.n for row in sql(spark, store, " UNION ALL ".join(
+        f"SELECT '{name}' AS table_name, event_date, count(*) AS n FROM {name} GROUP BY event_date"
+        for name in warehouse_tables(warehouse) if "__" in name)).collect()}
+    with duckdb.connect(str(warehouse / "analytics.duckdb"), read_only=True) as con:
+        got = {(t, str(d)): n for t, d, n in con.sql("SELECT table_name, event_date, records FROM events_daily").fetchall()}
+        assert got == expected and sum(got.values()) == 2 * 56
+        dead = dict(con.sql("SELECT reason, sum(records) FROM deadletter_daily GROUP BY reason").fetchall())
+        assert dead == {"malformed_json": 2, "no_match": 2, "schema_violation": 2}
+        coverage = {m: (str(first), str(last), total, never) for m, first, last, total, never in con.sql(
+            "SELECT message_id, first_seen, last_seen, records_total, never_seen FROM catalog_coverage").fetchall()}
+        assert coverage["bikeshare.docks.mqtt.DockStatus"] == ("2026-11-20", "2026-11-21", 30, False)
+        assert coverage["bikeshare.docks.DockStatus"] == ("None", "None", 0, True)
+        assert len(coverage) == 9
+        rides = con.execute("SELECT count(*), count(ended_at), min(duration_s) FROM ride_lifecycle").fetchone()
+        assert rides[0] == 24 and rides[1] == 24 and rides[2] > 0
+
+
+# -- the README's analyst queries, run as written
+
+def _readme_blocks() -> dict[str, str]:
+    text = (REPO / "README.md").read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"<!-- analyst:(\w+) -->\n```\w+\n(.*?)```", text, re.S)}
+
+
+def _documented_result() -> list[tuple]:
+    text = (REPO / "README.md").read_text()
+    table = text.split("<!-- analyst:result -->\n", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [tuple(int(c) if c.isdigit() else c for c in (x.strip() for x in row.strip("|").split("|"))) for row in table]
+
+
+@pytest.fixture
+def in_demo_folder(demo, monkeypatch):
+    base, _, _ = demo
+    monkeypatch.chdir(base)
+    return base
+
+
+def test_readme_query_in_spark_sql(in_demo_folder):
+    command = _readme_blocks()["spark"].strip()
+    query = re.match(r'\.venv/bin/catalake sql "(.*)"$', command).group(1)
+    env = {**os.environ, "CATALAKE_WAREHOUSE": str(in_demo_folder / "warehouse"), "PYSPARK_PYTHON": sys.executable}
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "sql", query], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [tuple(int(c) if c.isdigit() else c for c in line.split()) for line in out.stdout.splitlines()[2:] if line.strip()]
+    assert rows == _documented_result()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_readme_query_in_duckdb_and_polars(in_demo_folder, engine):
+    namespace: dict = {}
+    exec(_readme_blocks()[engine], namespace)
+    assert [tuple(r) for r in namespace["result"]] == _documented_result()
