@@ -158,6 +158,18 @@ RULES_CATALOG = {
                                "protocoloptions": {"topic": {"value": "anything"}}},
             "acme.kafka.Plain": {"protocol": "KAFKA", "protocoloptions": {"topic": {"value": "plain"}, "key": {"value": "{region}-{id}"}}},
         }},
+        "acme.bindings": {"messages": {
+            # xRegistry message spec, "HTTP 1.1 / 2.0 / 3.0 protocol options": method, path, headers, query
+            "acme.http.Order": {"protocol": "HTTP", "protocoloptions": {
+                "method": {"value": "POST"}, "path": {"value": "/orders/{region}"},
+                "headers": [{"name": "x-tenant", "value": "acme"}], "query": {"v": {"value": "2"}}}},
+            # "NATS protocol options": subject
+            "acme.nats.Order": {"protocol": "NATS", "protocoloptions": {"subject": {"value": "orders.{region}.created"}}},
+            # "AMQP 1.0 protocol options": properties and application-properties sections
+            "acme.amqp.Order": {"protocol": "AMQP/1.0", "protocoloptions": {
+                "properties": {"subject": {"value": "order-created"}},
+                "application_properties": {"tenant": {"value": "acme"}}}},
+        }},
     },
 }
 
@@ -183,6 +195,21 @@ CASES = [
     ({"specversion": "1.0", "type": "acme.Any", "source": "/x"}, "missing_required_attribute", None, "id"),
     (ce("acme.Any", time="yesterday"), "no_match", None, None),  # CloudEvents types `time`: RFC 3339 or no match
     (ce("acme.Any", time="2026-11-20T10:00:00+01:00"), "matched", "acme.Any", None),
+    ({"protocol": "HTTP", "method": "POST", "path": "/orders/eu", "query": {"v": "2"},
+      "headers": [{"name": "X-Tenant", "value": "acme"}], "body": {"n": 1}}, "matched", "acme.http.Order", None),
+    ({"protocol": "HTTP", "method": "PUT", "path": "/orders/eu", "query": {"v": "2"},
+      "headers": [{"name": "x-tenant", "value": "acme"}], "body": {}}, "no_match", None, None),  # method
+    ({"protocol": "HTTP", "method": "POST", "path": "/orders/eu", "query": {"v": "1"},
+      "headers": [{"name": "x-tenant", "value": "acme"}], "body": {}}, "no_match", None, None),  # query value
+    ({"protocol": "HTTP", "method": "POST", "path": "/orders/eu", "query": {"v": "2"}, "body": {}}, "no_match", None, None),  # header
+    ({"protocol": "NATS", "subject": "orders.eu.created", "payload": {"n": 1}}, "matched", "acme.nats.Order", None),
+    ({"protocol": "NATS", "subject": "orders.eu.deleted", "payload": {}}, "no_match", None, None),
+    ({"protocol": "AMQP/1.0", "properties": {"subject": "order-created", "message-id": "m1"},
+      "application_properties": {"tenant": "acme"}, "body": {"n": 1}}, "matched", "acme.amqp.Order", None),
+    ({"protocol": "AMQP/1.0", "properties": {"subject": "order-created"},
+      "application_properties": {"tenant": "other"}, "body": {}}, "no_match", None, None),
+    # a protocol definition takes only records of its protocol: the NATS subject over HTTP is no match
+    ({"protocol": "HTTP", "method": "POST", "path": "orders.eu.created", "body": {}}, "no_match", None, None),
 ]
 
 
@@ -222,6 +249,12 @@ def test_matching_rules(rules_run):
 
 def test_placeholders_and_protocol_metadata_reach_the_table(rules_run):
     store, _, _ = rules_run
+    http = store.read("messages/acme_bindings__acme_http_order").first()
+    assert (http.region, http.http_method, http.http_query, http.http_headers) == ("eu", "POST", {"v": "2"}, {"x-tenant": "acme"})
+    nats = store.read("messages/acme_bindings__acme_nats_order").first()
+    assert (nats.region, nats.nats_subject) == ("eu", "orders.eu.created")
+    amqp = store.read("messages/acme_bindings__acme_amqp_order").first()
+    assert (amqp.amqp_subject, amqp.amqp_message_id, amqp.amqp_application_properties) == ("order-created", "m1", {"tenant": "acme"})
     order = store.read("messages/acme__order").where("priority = 3").first()
     assert (order.shop, order.order) == ("s1", "o9")
     plain = store.read("messages/acme_kafka__plain").first()
@@ -295,3 +328,116 @@ def test_real_azure_events_classify_as_their_catalog_says(spark, tmp_path, share
     created = store.read("messages/microsoft_storage__blobcreated").first()
     assert json.loads(created.data)["api"] == "PutBlob"
     assert "operationId" in created.other_attributes  # undeclared extension attributes are kept
+
+
+# -- more real events: CloudEvents conformance vectors (over HTTP) and GitHub webhooks
+
+def _conformance_records(path) -> list[dict]:
+    """The conformance YAML events as landed records: binary mode -> an HTTP record with `ce-`
+    headers (the HTTP binding), structured mode -> an HTTP record whose body is the event, no
+    mode -> a CloudEvents JSON line."""
+    import yaml
+
+    records = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        attrs = {k: str(v) for k, v in doc["ContextAttributes"].items() if k != "Extensions"}
+        extensions = {k: str(v) for k, v in (doc["ContextAttributes"].get("Extensions") or {}).items()}
+        data = doc.get("Data")
+        mode = doc.get("Mode")
+        if mode == "binary":
+            headers = [{"name": f"ce-{k}", "value": v} for k, v in {**attrs, **extensions}.items()]
+            headers.append({"name": "content-type", "value": "application/json"})
+            records.append({"protocol": "HTTP", "method": "POST", "path": "/", "headers": headers, "body": data})
+        elif mode == "structured":
+            event = {**attrs, **extensions, "datacontenttype": "application/json", "data": json.loads(data)}
+            records.append({"protocol": "HTTP", "method": "POST", "path": "/", "body": json.dumps(event),
+                            "headers": [{"name": "content-type", "value": "application/cloudevents+json"}]})
+        else:
+            records.append({**attrs, "data": data})
+    return records
+
+
+CONFORMANCE_CATALOG = {
+    "specversion": "1.0-rc2",
+    "messagegroups": {"conformance": {"messages": {
+        "com.example.someevent": {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+            "type": {"value": "com.example.someevent"}, "source": {"type": "uritemplate", "value": "/mycontext/{context}"},
+            "comexampleextension1": {"type": "string", "required": True}},
+            "dataschemaformat": "JsonSchema/draft-07",
+            "dataschema": {"type": "object", "required": ["world"], "properties": {"world": {"type": "string"}}}},
+        "io.cloudevents.minimum": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "io.cloudevents.minimum"}}},
+    }}},
+}
+
+
+def test_cloudevents_conformance_events_classify(spark, tmp_path, shared_data):
+    from catalake.platform.storage import DeltaStore
+
+    yaml_dir = shared_data / "cloudevents-conformance/yaml"
+    records = _conformance_records(yaml_dir / "v1.yaml") + _conformance_records(yaml_dir / "v1.0/v1_minimum.yaml")
+    old = _conformance_records(yaml_dir / "v0.3/v03_minimum.yaml")
+    root = land(tmp_path / "landing", DAY, {"v1.jsonl": jsonl(*records), "v03.jsonl": jsonl(*old)})
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "catalog" / "conformance.xreg.json").write_text(json.dumps(CONFORMANCE_CATALOG))
+    catalog = load_catalog([tmp_path / "catalog"])
+    tables, _ = message_tables(catalog, [tmp_path / "catalog"])
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    assert result.tables == {"/messagegroups/conformance/messages/com.example.someevent": 2,
+                             "/messagegroups/conformance/messages/io.cloudevents.minimum": 6}
+    assert result.deadletter == {"unsupported_specversion": len(old)}
+    some = store.read("messages/conformance__com_example_someevent").orderBy("protocol").collect()
+    assert {(r.protocol, r.context, r.comexampleextension1, r.data.world) for r in some} == {
+        ("HTTP", "subcontext", "value", "hello")}
+    assert all(json.loads(r.other_attributes["comexampleextension2"]) == {"othervalue": 5} for r in some)
+    texts = {r.id: r.datacontenttype for r in store.read("messages/conformance__io_cloudevents_minimum").collect()}
+    assert texts["conformance-0001"] == "text/plain; charset=us-ascii" and len(texts) == 6
+
+
+GITHUB_CATALOG = {
+    "specversion": "1.0-rc2",
+    "messagegroups": {"com.github": {"messages": {
+        f"com.github.{name}": {
+            "envelope": "CloudEvents/1.0",
+            "envelopemetadata": {"type": {"value": f"com.github.{name}"},
+                                 "source": {"type": "uritemplate", "value": "https://github.com/{owner}/{repo}"}},
+            "dataschemaformat": "JsonSchema/draft-07",
+            "dataschema": {"type": "object", "required": required, "properties": {
+                "action": {"type": "string"}, "sender": {"type": "object", "required": ["login"],
+                                                         "properties": {"login": {"type": "string"}}}}},
+        }
+        for name, required in [("issues.edited", ["action", "issue", "sender"]), ("pull_request.ready_for_review", ["action", "pull_request"]),
+                               ("release.published", ["action", "release"]), ("star.created", ["action", "starred_at"])]
+    }}},
+}
+
+
+def test_github_webhooks_as_cloudevents_classify(spark, tmp_path, shared_data):
+    """octokit's real webhook payloads, wrapped per the CloudEvents GitHub adapter
+    (`com.github.<event>.<action>`, source the repository URL)."""
+    from catalake.platform.storage import DeltaStore
+
+    events = []
+    for path in sorted((shared_data / "octokit-webhooks/payload-examples/api.github.com").rglob("*.payload.json")):
+        payload = json.loads(path.read_text())
+        event = path.parent.name + (f".{payload['action']}" if "action" in payload else "")
+        repo = (payload.get("repository") or {}).get("full_name", "github/none")
+        events.append(ce(f"com.github.{event}", f"https://github.com/{repo}", id=path.name, data=payload))
+    assert len(events) == 20
+    root = land(tmp_path / "landing", DAY, {"github.jsonl": jsonl(*events)})
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "catalog" / "github.xreg.json").write_text(json.dumps(GITHUB_CATALOG))
+    catalog = load_catalog([tmp_path / "catalog"])
+    tables, _ = message_tables(catalog, [tmp_path / "catalog"])
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    matched = {xid.rsplit("/", 1)[-1]: n for xid, n in result.tables.items() if n}
+    wanted = {"com.github.issues.edited", "com.github.pull_request.ready_for_review", "com.github.release.published", "com.github.star.created"}
+    landed = {e["type"] for e in events}
+    assert matched == {t: sum(1 for e in events if e["type"] == t) for t in wanted & landed}
+    assert result.deadletter == {"no_match": 20 - sum(matched.values())}
+    release = store.read("messages/com_github__release_published").first()
+    assert release.source == f"https://github.com/{release.owner}/{release.repo}"
+    assert release.data.action == "published" and release.data.sender.login
