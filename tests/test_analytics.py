@@ -135,3 +135,13 @@ def test_readme_query_in_duckdb_and_polars(in_demo_folder, engine):
     namespace: dict = {}
     exec(_readme_blocks()[engine], namespace)
     assert [tuple(r) for r in namespace["result"]] == _documented_result()
+
+
+def test_catalake_tables_and_docs_commands(in_demo_folder):
+    env = {**os.environ, "CATALAKE_WAREHOUSE": str(in_demo_folder / "warehouse")}
+    tables = subprocess.run([sys.executable, "-m", "catalake.cli", "tables"], capture_output=True, text=True, env=env, timeout=120)
+    assert tables.returncode == 0, tables.stderr
+    names = [line.split()[0] for line in tables.stdout.splitlines()[2:]]
+    assert names[:2] == ["catalog_messages", "deadletter"] and "bikeshare_rides__rideended" in names and len(names) == 11
+    docs = subprocess.run([sys.executable, "-m", "catalake.cli", "docs"], capture_output=True, text=True, env=env, timeout=120)
+    assert docs.returncode == 0 and "gx/uncommitted/data_docs/local_site/index.html" in docs.stdout
