@@ -140,8 +140,8 @@ def main(argv=None) -> None:
             env = {**os.environ, "CATALAKE_CATALOG": str(catalog), "CATALAKE_LANDING": str(land),
                    "CATALAKE_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work / "dagster_home")}
             (work / "dagster_home").mkdir(exist_ok=True)
-            first, _, _ = measure([catalake, "run", "--date", DAY, "--json"], env)
-            wall, rss, out = measure([catalake, "run", "--date", DAY, "--json"], env)
+            first, _, _ = measure([catalake, "run", "--date", DAY, "--json", "--no-analytics"], env)
+            wall, rss, out = measure([catalake, "run", "--date", DAY, "--json", "--no-analytics"], env)
             result = json.loads(out.strip().splitlines()[-1])
             print(json.dumps({
                 "run": "catalake", "records": result["records"], "definitions": definitions,

@@ -44,6 +44,35 @@ def jsonl(*records) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
 
 
+def write_catalog(base, document: dict):
+    folder = base / "catalog"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "catalog.xreg.json").write_text(json.dumps(document))
+    return folder
+
+
+def classify_day(spark, base, catalog_paths, landing_root):
+    """Tables created from the catalog under base/warehouse, then DAY classified:
+    (store, tables, schema warnings, result)."""
+    from catalake.platform.storage import DeltaStore
+
+    catalog = load_catalog(catalog_paths)
+    tables, warnings = message_tables(catalog, catalog_roots(catalog_paths))
+    store = DeltaStore(spark, base / "warehouse")
+    sync_message_tables(store, tables)
+    return store, tables, warnings, classify_partition(spark, store, catalog, tables, landing_root, DAY)
+
+
+def land_azure(shared_data, base):
+    """The real Azure blob events (a test-time copy; nothing is committed) and their catalog."""
+    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
+    folder = base / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    for name in ("blob_created.json", "blob_deleted.json"):
+        shutil.copy(events / name, folder / name)
+    return base / "landing", shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
+
+
 # -- the landing zone (landing-zone.md "Layout")
 
 def test_landing_layout(tmp_path, spark):
@@ -216,17 +245,9 @@ CASES = [
 @pytest.fixture(scope="module")
 def rules_run(spark, tmp_path_factory):
     base = tmp_path_factory.mktemp("rules")
-    (base / "catalog").mkdir()
-    (base / "catalog" / "acme.xreg.json").write_text(json.dumps(RULES_CATALOG))
-    catalog = load_catalog([base / "catalog"])
-    tables, errors = message_tables(catalog, catalog_roots([base / "catalog"]))
-    assert not errors
-    from catalake.platform.storage import DeltaStore
-
-    store = DeltaStore(spark, base / "warehouse")
-    sync_message_tables(store, tables)
     root = land(base / "landing", DAY, {"cases.jsonl": jsonl(*[c[0] for c in CASES])})
-    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    store, tables, warnings, result = classify_day(spark, base, [write_catalog(base, RULES_CATALOG)], root)
+    assert not warnings
     return store, tables, result
 
 
@@ -309,20 +330,9 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
 
 
 def test_real_azure_events_classify_as_their_catalog_says(spark, tmp_path, shared_data):
-    from catalake.platform.storage import DeltaStore
-
-    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
-    catalog_file = shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
-    folder = tmp_path / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    for name in ("blob_created.json", "blob_deleted.json"):
-        shutil.copy(events / name, folder / name)  # a test-time copy; nothing is committed
-    catalog = load_catalog([catalog_file])
-    tables, errors = message_tables(catalog, [catalog_file.parent])
-    assert len(errors) == 5  # the sample's schemas are external URLs only: payloads kept as JSON text
-    store = DeltaStore(spark, tmp_path / "warehouse")
-    sync_message_tables(store, tables)
-    result = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    landing, catalog_file = land_azure(shared_data, tmp_path)
+    store, _, warnings, result = classify_day(spark, tmp_path, [catalog_file], landing)
+    assert len(warnings) == 5  # the sample's schemas are external URLs only: payloads kept as JSON text
     got = {xid.rsplit("/", 1)[-1]: n for xid, n in result.tables.items() if n}
     assert got == {"Microsoft.Storage.BlobCreated": 1, "Microsoft.Storage.BlobDeleted": 1}, result.deadletter
     created = store.read("messages/microsoft_storage__blobcreated").first()
@@ -371,19 +381,11 @@ CONFORMANCE_CATALOG = {
 
 
 def test_cloudevents_conformance_events_classify(spark, tmp_path, shared_data):
-    from catalake.platform.storage import DeltaStore
-
     yaml_dir = shared_data / "cloudevents-conformance/yaml"
     records = _conformance_records(yaml_dir / "v1.yaml") + _conformance_records(yaml_dir / "v1.0/v1_minimum.yaml")
     old = _conformance_records(yaml_dir / "v0.3/v03_minimum.yaml")
     root = land(tmp_path / "landing", DAY, {"v1.jsonl": jsonl(*records), "v03.jsonl": jsonl(*old)})
-    (tmp_path / "catalog").mkdir()
-    (tmp_path / "catalog" / "conformance.xreg.json").write_text(json.dumps(CONFORMANCE_CATALOG))
-    catalog = load_catalog([tmp_path / "catalog"])
-    tables, _ = message_tables(catalog, [tmp_path / "catalog"])
-    store = DeltaStore(spark, tmp_path / "warehouse")
-    sync_message_tables(store, tables)
-    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    store, _, _, result = classify_day(spark, tmp_path, [write_catalog(tmp_path, CONFORMANCE_CATALOG)], root)
     assert result.tables == {"/messagegroups/conformance/messages/com.example.someevent": 2,
                              "/messagegroups/conformance/messages/io.cloudevents.minimum": 6}
     assert result.deadletter == {"unsupported_specversion": len(old)}
@@ -416,8 +418,6 @@ GITHUB_CATALOG = {
 def test_github_webhooks_as_cloudevents_classify(spark, tmp_path, shared_data):
     """octokit's real webhook payloads, wrapped per the CloudEvents GitHub adapter
     (`com.github.<event>.<action>`, source the repository URL)."""
-    from catalake.platform.storage import DeltaStore
-
     events = []
     for path in sorted((shared_data / "octokit-webhooks/payload-examples/api.github.com").rglob("*.payload.json")):
         payload = json.loads(path.read_text())
@@ -426,13 +426,7 @@ def test_github_webhooks_as_cloudevents_classify(spark, tmp_path, shared_data):
         events.append(ce(f"com.github.{event}", f"https://github.com/{repo}", id=path.name, data=payload))
     assert len(events) == 20
     root = land(tmp_path / "landing", DAY, {"github.jsonl": jsonl(*events)})
-    (tmp_path / "catalog").mkdir()
-    (tmp_path / "catalog" / "github.xreg.json").write_text(json.dumps(GITHUB_CATALOG))
-    catalog = load_catalog([tmp_path / "catalog"])
-    tables, _ = message_tables(catalog, [tmp_path / "catalog"])
-    store = DeltaStore(spark, tmp_path / "warehouse")
-    sync_message_tables(store, tables)
-    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    store, _, _, result = classify_day(spark, tmp_path, [write_catalog(tmp_path, GITHUB_CATALOG)], root)
     matched = {xid.rsplit("/", 1)[-1]: n for xid, n in result.tables.items() if n}
     wanted = {"com.github.issues.edited", "com.github.pull_request.ready_for_review", "com.github.release.published", "com.github.star.created"}
     landed = {e["type"] for e in events}

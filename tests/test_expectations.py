@@ -3,7 +3,6 @@ expectation, stable files, and real GX validation on Spark (seeded violations, c
 real events)."""
 
 import json
-import shutil
 
 import pytest
 from pyspark.sql import functions as F
@@ -35,7 +34,7 @@ from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.validation import Validator
 
-from test_classify import DAY, ce, jsonl, land
+from test_classify import DAY, ce, classify_day, jsonl, land, land_azure
 from test_catalog_real import VALID
 
 ORDER_SCHEMA = {
@@ -283,19 +282,8 @@ def test_suites_for_every_public_definition(shared_data):
 
 
 def test_real_azure_events_meet_their_suites(spark, tmp_path, shared_data):
-    from catalake.platform.storage import DeltaStore
-
-    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
-    catalog_file = shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
-    folder = tmp_path / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    for name in ("blob_created.json", "blob_deleted.json"):
-        shutil.copy(events / name, folder / name)
-    catalog = load_catalog([catalog_file])
-    tables, _ = message_tables(catalog, [catalog_file.parent])
-    store = DeltaStore(spark, tmp_path / "warehouse")
-    sync_message_tables(store, tables)
-    result = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    landing, catalog_file = land_azure(shared_data, tmp_path)
+    store, tables, _, result = classify_day(spark, tmp_path, [catalog_file], landing)
     validator = Validator(tmp_path / "warehouse")
     validated = 0
     for table in tables:
