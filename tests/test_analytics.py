@@ -65,7 +65,7 @@ def test_partition_run_materializes_and_checks(demo):
 def test_dbt_sources_are_current():
     catalog = load_catalog([DEMO_CATALOG])
     tables, _ = message_tables(catalog, [DEMO_CATALOG])
-    assert stale_sources(DBT_PROJECT_DIR, tables) == [], "run `catalake dbt sources`"
+    assert stale_sources(DBT_PROJECT_DIR, tables) == {}, "run `catalake dbt sources`"
 
 
 def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):

@@ -172,11 +172,11 @@ def _dbt_sources(args) -> int:
 
 def _docs(args) -> int:
     """Where the expectation suites and the GX data docs of the configured warehouse are."""
-    from catalake.platform.config import DOCS_INDEX
+    from catalake.platform.config import DOCS_INDEX, SUITES_DIR
 
     warehouse = Settings.from_env().warehouse
     index = warehouse / DOCS_INDEX
-    print(f"expectation suites: {warehouse / 'expectations'}")
+    print(f"expectation suites: {warehouse / SUITES_DIR}")
     if not index.exists():
         print(f"data docs: not built yet (they appear at {index} after a partition run)", file=sys.stderr)
         return 1

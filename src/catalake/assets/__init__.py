@@ -11,14 +11,14 @@ from .sensors import build_landing_sensor
 
 __all__ = [
     "build_analytics_job",
-    "build_dbt_assets",
-    "dbt_cli",
     "build_daily_schedule",
+    "build_dbt_assets",
     "build_events_asset",
     "build_events_job",
     "build_landing_sensor",
     "catalake_job",
     "daily_partitions",
+    "dbt_cli",
     "expectation_suites",
     "message_catalog",
     "message_specs",

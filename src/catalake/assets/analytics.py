@@ -4,9 +4,9 @@ var `partition`, dbt tests as asset checks."""
 
 import json
 import os
-from contextlib import contextmanager
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job

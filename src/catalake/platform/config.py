@@ -10,6 +10,7 @@ from pathlib import Path
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
 # GX data docs site inside the warehouse (validation.py builds it)
 DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
+SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
 
 
 def _paths(raw: str) -> tuple[Path, ...]:

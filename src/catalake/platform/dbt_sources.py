@@ -78,19 +78,20 @@ def generated_files(tables: Sequence[MessageTable]) -> dict[Path, str]:
     return {SOURCES_FILE: sources_yaml(tables), MACRO_FILE: messages_macro(tables)}
 
 
-def write_sources(project_dir: Path, tables: Sequence[MessageTable]) -> list[Path]:
-    """Write the generated files; returns those whose content changed."""
-    changed = []
+def stale_sources(project_dir: Path, tables: Sequence[MessageTable]) -> dict[Path, str]:
+    """The generated files that differ from what the catalog gives now, with their new text."""
+    stale = {}
     for relative, text in generated_files(tables).items():
         path = project_dir / relative
         if not path.exists() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            changed.append(path)
-    return changed
+            stale[path] = text
+    return stale
 
 
-def stale_sources(project_dir: Path, tables: Sequence[MessageTable]) -> list[Path]:
-    """The generated files that differ from what the catalog gives now."""
-    return [project_dir / r for r, text in generated_files(tables).items()
-            if not (project_dir / r).exists() or (project_dir / r).read_text() != text]
+def write_sources(project_dir: Path, tables: Sequence[MessageTable]) -> list[Path]:
+    """Write the stale generated files; returns them."""
+    stale = stale_sources(project_dir, tables)
+    for path, text in stale.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return list(stale)

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
-from .matcher import registry_reference, template_regex
+from .matcher import CE_TYPED, registry_reference, template_regex
 from .message_table import CORE_ATTRIBUTES, MessageTable
 from .payload import FORMATS
 
@@ -37,7 +37,6 @@ from great_expectations.expectations.metadata_types import FailureSeverity  # no
 
 ERROR, WARN = "ERROR", "WARN"
 GX_SEVERITY = {ERROR: FailureSeverity.CRITICAL, WARN: FailureSeverity.WARNING}
-SUITES_DIR = "expectations"
 DERIVED = "catalake.derived_columns"
 # GX names of the Spark column types behind declared CloudEvents attribute types
 SPARK_TYPE_NAMES = {"boolean": "BooleanType", "integer": "IntegerType", "binary": "BinaryType", "timestamp": "TimestampType"}
@@ -96,12 +95,12 @@ def rule_uritemplates(table: MessageTable, strict: bool = False) -> Iterator[gxe
 def rule_attribute_types(table: MessageTable) -> Iterator[gxe.Expectation]:
     """Declared attribute types hold: typed columns (timestamp, integer, boolean, binary) are of
     that Spark type, so every value parsed; `uri` values are absolute URIs."""
+    columns = table.schema.fieldNames()
     declared = dict(_declarations(table))
-    if "time" in table.schema.fieldNames():
-        declared.setdefault("time", {"type": "timestamp"})  # CloudEvents types `time` itself
-    for name, decl in declared.items():
-        kind = str(decl.get("type") or ("timestamp" if name == "time" else "string")).lower()
-        source = f"attributes.{name}.type" if "type" in decl else "CloudEvents 1.0 attribute type"
+    for name in [*declared, *(n for n in CE_TYPED if n in columns and n not in declared)]:
+        decl = {**CE_TYPED.get(name, {}), **declared.get(name, {})}
+        kind = str(decl.get("type") or "string").lower()
+        source = f"attributes.{name}.type" if "type" in declared.get(name, {}) else "CloudEvents 1.0 attribute type"
         if kind in SPARK_TYPE_NAMES:
             yield _expect(gxe.ExpectColumnValuesToBeOfType, ERROR, "attribute type", source,
                           column=name, type_=SPARK_TYPE_NAMES[kind])
@@ -258,13 +257,16 @@ def build_suite(table: MessageTable, strict: bool = False) -> gx.ExpectationSuit
     })
 
 
+def suite_document(suite: gx.ExpectationSuite) -> dict:
+    """GX's own serialization without the random ids GX assigns (suite and expectations)."""
+    document = {k: v for k, v in suite.to_json_dict().items() if k != "id"}
+    document["expectations"] = [{k: v for k, v in e.items() if k != "id"} for e in document.get("expectations", [])]
+    return document
+
+
 def suite_json(suite: gx.ExpectationSuite) -> str:
-    """GX's own serialization without the random ids, keys sorted: diffable and stable."""
-    document = suite.to_json_dict()
-    document.pop("id", None)
-    for expectation in document.get("expectations", []):
-        expectation.pop("id", None)
-    return json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+    """The suite file: id-less, keys sorted, so diffable and stable."""
+    return json.dumps(suite_document(suite), indent=2, sort_keys=True, default=str) + "\n"
 
 
 def load_suite(path: Path) -> gx.ExpectationSuite:

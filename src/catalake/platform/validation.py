@@ -21,9 +21,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .expectations import DERIVED, ERROR, gx  # gx imported with analytics off
 from .config import DOCS_INDEX
-from .expectations import expectation_summary
+from .expectations import DERIVED, ERROR, expectation_summary, gx, suite_document  # gx: analytics off
 
 DATASOURCE = "catalake"
 BATCH = "partition"
@@ -119,7 +118,7 @@ class Validator:
             batch = asset.get_batch_definition(BATCH)
         except KeyError:
             batch = asset.add_batch_definition_whole_dataframe(BATCH)
-        stored = self.context.suites.add_or_update(gx.ExpectationSuite(**_without_ids(suite.to_json_dict())))
+        stored = self.context.suites.add_or_update(gx.ExpectationSuite(**suite_document(suite)))
         definition = self.context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=suite.name, data=batch, suite=stored)
         )
@@ -175,9 +174,3 @@ def _key(config) -> str:
 def _plain(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
 
-
-def _without_ids(document: dict) -> dict:
-    document = dict(document)
-    document.pop("id", None)
-    document["expectations"] = [{k: v for k, v in e.items() if k != "id"} for e in document.get("expectations", [])]
-    return document

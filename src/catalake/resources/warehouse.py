@@ -1,7 +1,9 @@
 from pathlib import Path
+
 from dagster import ConfigurableResource
 from pyspark.sql import SparkSession
 
+from catalake.platform.config import SUITES_DIR
 from catalake.platform.storage import DeltaStore
 
 
@@ -17,7 +19,7 @@ class Warehouse(ConfigurableResource):
     @property
     def suites_dir(self) -> Path:
         """Where the expectation suites are written, one JSON file per definition."""
-        return Path(self.path) / "expectations"
+        return Path(self.path) / SUITES_DIR
 
     def validator(self):
         """GX validation over this warehouse (its file context and data docs under `gx/`).
