@@ -1,6 +1,7 @@
 """The Delta store on the delta-rs path (and on delta-spark when its jars are present)."""
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -88,6 +89,42 @@ def test_overwrite_partition_refuses_rows_of_other_partitions(spark, store):
         store.overwrite_partition("events", rows(spark, DAY1, 2), "event_date", DAY2)
     assert counts_by_day(store) == {DAY1: 3}
     assert store.version("events") == 1  # nothing was committed
+
+
+def test_overwrite_partitions_routes_each_row_to_its_table(spark, store):
+    from pyspark.sql import functions as F
+
+    store.create("evens", SCHEMA, partition_by=["event_date"])
+    store.create("odds", SCHEMA, partition_by=["event_date"])
+    store.append("odds", rows(spark, DAY2, 2, prefix="keep"))
+    store.append("odds", rows(spark, DAY1, 4, prefix="old"))
+    day = rows(spark, DAY1, 7)
+    row = F.struct(*[F.col(c) for c in SCHEMA.fieldNames()])
+    routed = day.select(
+        F.when(F.col("n") % 2 == 0, row).alias("even"), F.when(F.col("n") % 2 == 1, row).alias("odd")
+    )
+    store.overwrite_partitions(routed, {"even": "evens", "odd": "odds"}, "event_date", DAY1)
+    assert sorted(r["n"] for r in store.read("evens").collect()) == [0, 2, 4, 6]
+    assert counts_by_day(store, "odds") == {DAY1: 3, DAY2: 2}  # the day replaced, the other kept
+    assert [h["operation"] for h in store.history("evens")][:1] == ["WRITE"]
+    # row counts come from the Delta log and agree with Spark
+    assert store.partition_rows("evens", "event_date", DAY1) == 4
+    assert store.partition_rows("odds", "event_date", DAY1) == 3
+    assert store.partition_rows("odds", "event_date", DAY2) == 2
+    # the staging folders are gone: every file in the table folder is in the log or the log itself
+    logged = {u.rsplit("/odds/", 1)[1] for u in DeltaTable(store.path("odds")).file_uris()}
+    on_disk = {str(p.relative_to(store.path("odds"))) for p in Path(store.path("odds")).rglob("*.parquet")}
+    assert logged <= on_disk and not any(".staging-" in f for f in on_disk)
+
+
+def test_overwrite_partitions_refuses_rows_that_are_not_the_tables(spark, store):
+    from pyspark.sql import functions as F
+
+    store.create("events", SCHEMA, partition_by=["event_date"])
+    routed = rows(spark, DAY1, 2).select(F.struct("id", "n").alias("t"))
+    with pytest.raises(StorageError, match="are not the table's"):
+        store.overwrite_partitions(routed, {"t": "events"}, "event_date", DAY1)
+    assert store.version("events") == 0
 
 
 def test_overwrite_replaces_everything(spark, store):

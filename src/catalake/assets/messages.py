@@ -40,6 +40,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
         deps=[CATALOG_KEY],
         metadata=metadata,
         tags={"layer": "messages"},
+        skippable=True,  # a day that does not feed the table leaves its partition unmaterialized
     )
 
 

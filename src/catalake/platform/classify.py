@@ -1,10 +1,12 @@
 """One partition run: landed records -> per-message tables and the dead-letter table.
 
-One pass: the day's files are read once by the executors, normalized (records.py), matched
-against the compiled catalog (matcher.py) and kept (persisted) while each touched table's
-partition is overwritten; Python runs only where it must (payloads that several definitions
-match, schemas with keywords the native checks do not cover, Avro binary payloads), through
-Arrow-batched pandas UDFs on just those rows.
+The day's files are read once by the executors, normalized (records.py) and matched against the
+compiled catalog (matcher.py); the matched records are cached while their counts tell which
+tables the day feeds. Then one Spark job routes every record to exactly one table (`route`: a
+struct column per table, typed by the table's schema) and writes them all at once; each table
+gets one Delta commit replacing the day. Python runs only where it must (payloads that several
+definitions match, schemas with keywords the native checks do not cover, Avro binary payloads),
+through Arrow-batched pandas UDFs that see only those rows' values.
 
 Every record read ends in exactly one table, and re-running a partition gives identical tables
 (every table the run touches has that partition replaced, including tables the partition no
@@ -18,7 +20,6 @@ import datetime as dt
 import io
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -33,14 +34,14 @@ from .catalog.model import Catalog
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .landing import partition_files, read_records
 from .matcher import compile_catalog, match
-from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
+from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable, sync_message_tables
 from .payload import needs_python_validation, typed_payload
 from .records import normalize
 from .schemas.avro import named_type
 from .storage import DeltaStore
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
-WRITERS = 4  # tables written concurrently
+SETTLED = ("v", "is_structured", "is_ce", "address", "rec_family", "match_status", "missing")  # decided by then
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 
 
@@ -161,11 +162,14 @@ def _resolve_ambiguous(specs: dict[str, tuple]):
 
 
 def _python_errors(spec: tuple):
-    """pandas UDF: payload JSON -> validation errors (jsonschema / fastavro)."""
+    """pandas UDF: (is this table's row, payload JSON) -> validation errors (jsonschema / fastavro)."""
     @F.pandas_udf("array<string>")
-    def validate(payloads: pd.Series) -> pd.Series:
+    def validate(mine: pd.Series, payloads: pd.Series) -> pd.Series:
         check = _make_validator(spec)
-        return pd.Series([check(json.loads(t)) if isinstance(t, str) else ["data: the payload is missing"] for t in payloads])
+        return pd.Series([
+            (check(json.loads(t)) if isinstance(t, str) else ["data: the payload is missing"]) if m else None
+            for m, t in zip(mine, payloads)
+        ])
 
     return validate
 
@@ -258,8 +262,10 @@ def table_columns(table: MessageTable, schema: StructType, data: Column, ingeste
     return columns
 
 
-def table_rows(table: MessageTable, schema: StructType, rows: DataFrame, specs: dict) -> DataFrame:
-    """Matched rows of one definition with `data_typed`, `errors`, `decode_failed`, `rejected`."""
+def payload_columns(table: MessageTable, schema: StructType, mine: Column, specs: dict) -> tuple[Column, Column, Column]:
+    """(typed data, violation messages, payload undecodable) of the rows `mine` of one table.
+
+    Python runs only for this table's rows: the UDFs get null (or a false flag) for the others."""
     data_v = F.col("data_v")
     spec = specs.get(table.message.xid)
     if spec and spec[0] == "avro":
@@ -267,29 +273,62 @@ def table_rows(table: MessageTable, schema: StructType, rows: DataFrame, specs: 
         is_binary = F.lit(False)
         for kind in AVRO_BINARY:
             is_binary = is_binary | content_type.startswith(kind)
-        rows = rows.withColumn("avro_json", F.when(is_binary & F.col("data_b64").isNotNull(), _avro_decoder(spec)(F.col("data_b64"))))
-        rows = rows.withColumn("decode_failed", is_binary & F.col("avro_json").isNull())
-        data_v = F.when(is_binary, F.try_parse_json("avro_json")).otherwise(F.col("data_v"))
+        avro_json = _avro_decoder(spec)(F.when(mine & is_binary, F.col("data_b64")))
+        decode_failed = is_binary & avro_json.isNull()
+        data_v = F.when(is_binary, F.try_parse_json(avro_json)).otherwise(F.col("data_v"))
     else:
-        rows = rows.withColumn("decode_failed", F.col("data_v").isNull() & F.col("data_b64").isNotNull())
+        decode_failed = F.col("data_v").isNull() & F.col("data_b64").isNotNull()
     data_field = schema["data"]
     if data_field.metadata.get("catalake.json") or table.data_schema is None:
         typed, errors = F.to_json(data_v), F.array().cast("array<string>")
     else:
         typed, errors = typed_payload(data_field.dataType, data_field.metadata, data_v)
-    rows = rows.withColumn("data_typed", typed).withColumn("errors", errors)
     if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
-        rows = rows.withColumn("errors", _python_errors(spec)(F.to_json(data_v)))
-    return rows.withColumn("rejected", F.col("decode_failed") | (F.size("errors") > 0))
+        errors = _python_errors(spec)(mine, F.to_json(data_v))
+    return typed, errors, decode_failed
 
 
-def deadletter_rows(df: DataFrame, reason: Column, detail: Column, ingested_at: dt.datetime, day: dt.date) -> DataFrame:
-    return df.select(
+def deadletter_row(reason: Column, detail: Column, ingested_at: dt.datetime, day: dt.date) -> Column:
+    return F.struct(
         reason.alias("reason"), detail.alias("detail"), F.col("candidates"), F.col("record_kind"), F.col("protocol"),
         F.col("attrs")["type"].alias("event_type"), F.col("attrs")["id"].alias("event_id"),
-        "source_file", "source_line", "raw",
+        F.col("source_file"), F.col("source_line"), F.col("raw"),
         F.lit(ingested_at).cast("timestamp").alias("ingested_at"), F.lit(day).cast("date").alias(PARTITION_COLUMN),
     )
+
+
+def route(
+    resolved: DataFrame, targets: list[tuple[int, MessageTable, StructType]], specs: dict,
+    deadletter: bool, ingested_at: dt.datetime, day: dt.date,
+) -> tuple[DataFrame, dict[str, str]]:
+    """Every record as a row of exactly one table: one struct column per target table (null where
+    the record is not that table's) and `deadletter`; returns the frame and column -> table."""
+    winner, matched = F.col("winner"), F.col("rec_reason").isNull()
+    typed, errors, undecodable = {}, F.lit(None).cast("array<string>"), F.lit(False)
+    case_errors, case_undecodable = None, None
+    for idx, table, schema in targets:
+        mine = matched & (winner == idx)
+        typed[idx], table_errors, table_undecodable = payload_columns(table, schema, mine, specs)
+        case_errors = (case_errors if case_errors is not None else F).when(winner == idx, table_errors)
+        case_undecodable = (case_undecodable if case_undecodable is not None else F).when(winner == idx, table_undecodable)
+    if case_errors is not None:
+        errors, undecodable = case_errors, F.coalesce(case_undecodable, F.lit(False))
+    df = resolved.select("*", *[F.when(matched & (winner == idx), t).alias(f"_typed{idx}") for idx, t in typed.items()],
+                         errors.alias("_errors"), undecodable.alias("_undecodable"))
+    rejected = matched & (F.col("_undecodable") | (F.coalesce(F.size("_errors"), F.lit(0)) > 0))
+    df = df.withColumn("_rejected", rejected)
+    columns, routes = [], {}
+    for idx, table, schema in targets:
+        row = F.struct(*table_columns(table, schema, F.col(f"_typed{idx}"), ingested_at, day))
+        columns.append(F.when(matched & (winner == idx) & ~F.col("_rejected"), row).alias(f"t{idx}"))
+        routes[f"t{idx}"] = table.name
+    if deadletter:
+        reason = F.coalesce(F.col("rec_reason.reason"), F.when(F.col("_undecodable"), F.lit("malformed_payload")).otherwise(F.lit("schema_violation")))
+        detail = F.when(~matched, F.col("rec_reason.detail")).when(F.col("_undecodable"), F.lit("the payload cannot be decoded")).otherwise(
+            F.array_join(F.slice("_errors", 1, MAX_ERRORS), "; "))
+        columns.append(F.when(~matched | F.col("_rejected"), deadletter_row(reason, detail, ingested_at, day)).alias("deadletter"))
+        routes["deadletter"] = DEADLETTER_TABLE
+    return df.select(*columns), routes
 
 
 def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
@@ -324,8 +363,9 @@ def classify_partition(
     files = partition_files(landing, day)
     progress(f"{day}: {len(files)} landed file(s)")
 
-    matched = match(normalize(read_records(spark, files)), compiled.dataframe(spark))
-    matched = matched.withColumn("rec_reason", record_reason()).persist(StorageLevel.MEMORY_AND_DISK)
+    matched = match(normalize(read_records(spark, files)), compiled)
+    # kept for the write: only what the table rows and dead-letter rows are made of
+    matched = matched.withColumn("rec_reason", record_reason()).drop(*SETTLED).persist(StorageLevel.MEMORY_AND_DISK)
     summary = matched.groupBy(F.col("rec_reason.reason").alias("reason"), "winner").count().collect()
     total = sum(r["count"] for r in summary)
     progress(f"{day}: {total} record(s) read and matched")
@@ -347,57 +387,30 @@ def classify_partition(
 
     result = PartitionResult(partition=day.isoformat(), records=total)
     winners = {r["winner"] for r in summary if r["reason"] is None and r["winner"] is not None}
-    def write_table(idx: int, table: MessageTable) -> tuple[int, DataFrame | None, DataFrame | None]:
-        """Overwrite the day in one table; returns (rows written, cached rows, rejected rows)."""
-        if idx not in winners:
-            store.overwrite_partition(table.name, spark.createDataFrame([], store.spark_schema(table.name)), PARTITION_COLUMN, day)
-            return 0, None, None
-        schema = store.spark_schema(table.name)
-        rows = table_rows(table, schema, resolved.where((F.col("winner") == idx) & F.col("rec_reason").isNull()), specs)
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        counts = {r["rejected"]: r["count"] for r in rows.groupBy("rejected").count().collect()}
-        good = rows.where(~F.col("rejected"))
-        columns = table_columns(table, schema, F.col("data_typed"), ingested_at, day)
-        store.overwrite_partition(table.name, good.select(columns), PARTITION_COLUMN, day)
-        progress(f"{day}: wrote {counts.get(False, 0)} row(s) to {table.name}")
-        bad = deadletter_rows(
-            rows.where(F.col("rejected")),
-            F.when(F.col("decode_failed"), F.lit("malformed_payload")).otherwise(F.lit("schema_violation")),
-            F.when(F.col("decode_failed"), F.lit("the payload cannot be decoded")).otherwise(
-                F.array_join(F.slice("errors", 1, MAX_ERRORS), "; ")),
-            ingested_at, day,
-        )
-        return counts.get(False, 0), rows, bad
-
-    todo = [
+    # every table the partition feeds, and every table that held rows of it before (emptied)
+    writing = [
         (idx, by_xid[m.xid]) for idx, m in enumerate(messages)
         if (only is None or by_xid[m.xid].name in only) and (idx in winners or _has_partition(store, by_xid[m.xid].name, day))
     ]
-    # Several tables at once: each write is a small Spark job plus a Delta commit on the driver,
-    # so overlapping them keeps the executors busy.
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        outcomes = list(pool.map(lambda job: write_table(*job), todo))
-    violations: list[DataFrame] = []
-    cached: list[DataFrame] = []
-    for (idx, table), (written, rows, bad) in zip(todo, outcomes):
-        result.written.append(table.name)
-        result.tables[table.message.xid] = written
-        if rows is not None:
-            cached.append(rows)
-            violations.append(bad)
-
-    if only is None or DEADLETTER_TABLE in only:
+    sync_message_tables(store, [t for _, t in writing])  # created / evolved as the catalog says
+    targets = [(idx, t, store.spark_schema(t.name)) for idx, t in writing]
+    with_deadletter = only is None or DEADLETTER_TABLE in only
+    if with_deadletter:
         store.create(DEADLETTER_TABLE, DEADLETTER_SCHEMA, partition_by=[PARTITION_COLUMN],
                      description="Landed records no message table takes, with the reason.")
-        dead = deadletter_rows(resolved.where(F.col("rec_reason").isNotNull()), F.col("rec_reason.reason"), F.col("rec_reason.detail"), ingested_at, day)
-        for part in violations:
-            dead = dead.unionByName(part)
-        store.overwrite_partition(DEADLETTER_TABLE, dead, PARTITION_COLUMN, day)
+    routed, routes = route(resolved, targets, specs, with_deadletter, ingested_at, day)
+    progress(f"{day}: writing {len(routes)} table(s)")
+    store.overwrite_partitions(routed, routes, PARTITION_COLUMN, day)
+    for idx, table, _ in targets:
+        written = store.partition_rows(table.name, PARTITION_COLUMN, day)
+        result.written.append(table.name)
+        result.tables[table.message.xid] = written
+        progress(f"{day}: wrote {written} row(s) to {table.name}")
+    if with_deadletter:
         result.written.append(DEADLETTER_TABLE)
-
         result.deadletter = {r["reason"]: r["count"] for r in
                              store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).groupBy("reason").count().collect()}
-    for df in cached + [resolved, matched]:
+    for df in (resolved, matched):
         df.unpersist()
     return result
 
@@ -406,7 +419,7 @@ def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date
     """Records read == rows of `day` in the per-message tables + dead-letter rows."""
     counts = {}
     for name in [t.name for t in tables] + [DEADLETTER_TABLE]:
-        if store.exists(name) and _has_partition(store, name, day):
+        if _has_partition(store, name, day) and store.exists(name):
             counts[name] = store.read(name).where(F.col(PARTITION_COLUMN) == F.lit(day)).count()
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}

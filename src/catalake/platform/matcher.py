@@ -1,11 +1,12 @@
 """Message definitions as filters (xRegistry message spec, "Message Definitions": a definition is a
 filter condition): the catalog compiled into data, matched by one generic Spark expression.
 
-Each definition becomes a row of checks (`compile_definition`); all rows travel to every task in
-one broadcast value, and a record only tests the definitions its exact discriminators point to:
-the CloudEvents `type` it carries, else its protocol address (Kafka topic, MQTT topic name, NATS
-subject, HTTP path, AMQP address), plus the few definitions that declare neither exactly. The
-cost per record therefore barely grows with the number of definitions.
+Each definition becomes a row of checks (`compile_definition`), indexed by its exact
+discriminator: the CloudEvents `type` it requires, else its protocol address (Kafka topic, MQTT
+topic name, NATS subject, HTTP path, AMQP address). A record finds its candidates by two
+broadcast hash joins on those keys (plus the few definitions that declare neither exactly, one
+small array joined to every row), so it only tests the definitions its discriminators point to
+and the cost per record does not grow with the number of definitions.
 
 Rules (each a named function below, with the spec section it implements):
 * rule_value_equals: a declared `value` must be equal, case-sensitive (spec "value").
@@ -41,7 +42,6 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     IntegerType,
-    MapType,
     StringType,
     StructField,
     StructType,
@@ -68,11 +68,9 @@ DEFINITION = StructType([
     StructField("base_chain", ArrayType(StringType(), False), False),
     StructField("checks", ArrayType(CHECK, False), False),
 ])
-CATALOG = StructType([
-    StructField("defs", ArrayType(DEFINITION, False), False),
-    StructField("by_type", MapType(StringType(), ArrayType(IntegerType(), False)), False),
-    StructField("by_address", MapType(StringType(), ArrayType(IntegerType(), False)), False),
-    StructField("unkeyed", ArrayType(IntegerType(), False), False),
+INDEX = StructType([
+    StructField("lookup", StringType(), False),  # 'type|<type>' or 'address|<family>|<address>'
+    StructField("keyed", ArrayType(DEFINITION, False), False),
 ])
 
 LOOSE = "(.+?)"
@@ -175,27 +173,30 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
 @dataclass(frozen=True)
 class CompiledCatalog:
     messages: list[MessageDefinition]
-    row: dict  # one row of CATALOG
+    index: list[tuple[str, list[dict]]]  # rows of INDEX
+    unkeyed: list[dict]  # definitions without an exact discriminator: every record tests them
 
-    def dataframe(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame([self.row], CATALOG)
+    def index_frame(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame(self.index, INDEX)
+
+    def unkeyed_frame(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame([(self.unkeyed,)], StructType([StructField("unkeyed", ArrayType(DEFINITION, False), False)]))
 
 
 def compile_catalog(messages: list[MessageDefinition], strict: bool = False) -> CompiledCatalog:
     defs = [compile_definition(i, m, strict) for i, m in enumerate(messages)]
-    by_type: dict[str, list[int]] = {}
-    by_address: dict[str, list[int]] = {}
-    unkeyed: list[int] = []
+    index: dict[str, list[dict]] = {}
+    unkeyed: list[dict] = []
     for d in defs:
         exact = {c["key"]: c["value"] for c in d["checks"] if c["value"] is not None}
         address = exact.get(f"opt:{ADDRESS_OPTIONS.get(d['family'] or '', '')}")
         if "ce:type" in exact:
-            by_type.setdefault(exact["ce:type"], []).append(d["idx"])
+            index.setdefault(f"type|{exact['ce:type']}", []).append(d)
         elif d["family"] and address is not None:
-            by_address.setdefault(f"{d['family']}|{address}", []).append(d["idx"])
+            index.setdefault(f"address|{d['family']}|{address}", []).append(d)
         else:
-            unkeyed.append(d["idx"])
-    return CompiledCatalog(messages, {"defs": defs, "by_type": by_type, "by_address": by_address, "unkeyed": unkeyed})
+            unkeyed.append(d)
+    return CompiledCatalog(messages, list(index.items()), unkeyed)
 
 
 # -- the rules, as Spark SQL over a candidate `d`, one of its checks `c`, and the record's `fields`
@@ -257,19 +258,28 @@ def check_passes() -> str:
     return f"({rule_required()} AND {rule_value_equals()} AND {rule_uritemplate()} AND {rule_attribute_type()})"
 
 
-def match(records: DataFrame, catalog: DataFrame) -> DataFrame:
+def match(records: DataFrame, catalog: CompiledCatalog) -> DataFrame:
     """Adds `candidates` (xids), `winner` (idx, or null), `match_status` (matched, no_match,
     ambiguous, missing_required_attribute) and `placeholders` (map) to normalized records."""
-    df = records.crossJoin(F.broadcast(catalog))
-    df = df.withColumn("rec_family", F.element_at(F.create_map(*[x for k, v in RECORD_FAMILY.items() for x in (F.lit(k), F.lit(v))]), F.col("record_kind")))
+    families = F.create_map(*[x for k, v in RECORD_FAMILY.items() for x in (F.lit(k), F.lit(v))])
+    df = records.withColumn("rec_family", F.element_at(families, F.col("record_kind")))
     df = df.withColumn("rec_version", F.regexp_extract(F.coalesce("protocol", F.lit("")), "/(.*)$", 1))
     df = df.withColumn("rec_version", F.when(F.col("rec_version") != "", F.col("rec_version")))
-    cand_idx = F.expr(
-        "array_distinct(concat(coalesce(by_type[fields['ce:type']], array()),"
-        " coalesce(by_address[concat(rec_family, '|', address)], array()), unkeyed))"
-    )
-    df = df.withColumn("cand_idx", cand_idx)
-    df = df.withColumn("applicable", F.expr(f"filter(transform(cand_idx, i -> defs[i]), d -> {rule_protocol()})"))
+    index = F.broadcast(catalog.index_frame(records.sparkSession))
+    for name, key in (
+        ("by_type", F.concat(F.lit("type|"), F.col("fields")["ce:type"])),
+        ("by_address", F.concat(F.lit("address|"), F.col("rec_family"), F.lit("|"), F.col("address"))),
+    ):
+        df = df.withColumn("lookup", key).join(
+            index.withColumnRenamed("keyed", name), on="lookup", how="left"
+        ).drop("lookup")
+    none = F.array().cast(ArrayType(DEFINITION, False))
+    if catalog.unkeyed:  # few (definitions without an exact discriminator): one small array per row
+        df = df.crossJoin(F.broadcast(catalog.unkeyed_frame(records.sparkSession)))
+    else:
+        df = df.withColumn("unkeyed", none)
+    df = df.withColumn("cand_defs", F.concat(F.coalesce("by_type", none), F.coalesce("by_address", none), F.col("unkeyed")))
+    df = df.withColumn("applicable", F.expr(f"filter(cand_defs, d -> {rule_protocol()})"))
     passes = f"d -> forall(d.checks, c -> {check_passes()}) AND {rule_same_placeholder_value()}"
     df = df.withColumn("cands", F.expr(f"filter(applicable, {passes})"))
     df = df.withColumn("derived", F.expr(rule_most_derived()))
@@ -290,4 +300,4 @@ def match(records: DataFrame, catalog: DataFrame) -> DataFrame:
     df = df.withColumn("winner", F.col("winner_def.idx"))
     pairs = F.expr(placeholder_pairs("winner_def"))
     df = df.withColumn("placeholders", F.when(F.col("winner_def").isNotNull(), F.map_from_entries(F.array_distinct(pairs))))
-    return df.drop("defs", "by_type", "by_address", "unkeyed", "cand_idx", "applicable", "cands", "derived", "winner_def", "rec_version")
+    return df.drop("by_type", "by_address", "unkeyed", "cand_defs", "applicable", "cands", "derived", "winner_def", "rec_version")

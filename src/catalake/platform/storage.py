@@ -4,9 +4,9 @@ Two interchangeable backends write standard Delta tables:
 
 * ``delta-spark``: Spark's own Delta connector, used when its JVM classes can be loaded.
 * ``delta-rs``: when they cannot (delta-spark's jars are not on the classpath and Maven may be
-  unreachable), Spark executors write the Parquet data files through a Python data source and
-  the driver commits them in one Delta transaction with ``deltalake``. Event data never passes
-  through the driver; only the list of written files does.
+  unreachable), Spark executors write the Parquet data files with Spark's own Parquet writer
+  and the driver commits them in one Delta transaction with ``deltalake`` (``_write_files``,
+  ``_commit``). Event data never passes through the driver; only the list of written files does.
 
 Either way every write is one Delta commit, and both kinds of table open with any Delta reader.
 """
@@ -20,8 +20,8 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Iterator, Sequence
-from urllib.parse import quote, urlparse
+from typing import Sequence
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,14 +30,12 @@ from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("delta-spark", "delta-rs")
-DATA_SOURCE_NAME = "catalake_delta"
 _announced: set[str] = set()
 _native_by_session: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
 
@@ -95,120 +93,90 @@ class _WrittenFile:
     num_records: int
 
 
-@dataclass
-class _WrittenFiles(WriterCommitMessage):
-    files: list[_WrittenFile]
-
-
 def _partition_value(value) -> str | None:
     if value is None:
         return None
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _write_task_files(root: str, batches: Iterator[pa.RecordBatch], partition_by: Sequence[str]) -> list[_WrittenFile]:
-    """Executor side: stream batches into one Parquet file per partition value of this task."""
-    import pyarrow.compute as pc
+STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
+
+
+def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_WrittenFile]:
+    """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
+    table; the driver then moves each file into its partition folder and reads its footer for
+    the row count. No row passes through the driver."""
     from pyarrow import fs as pafs
 
     filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
-    writers: dict[tuple, tuple[pq.ParquetWriter, str, dict[str, str | None]]] = {}
-    counts: dict[tuple, int] = {}
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        table = pa.Table.from_batches([batch])
-        if partition_by:
-            keys = table.select(list(partition_by)).group_by(list(partition_by)).aggregate([]).to_pylist()
-        else:
-            keys = [{}]
-        for key in keys:
-            part = table
-            for col, val in key.items():
-                mask = pc.is_null(part[col]) if val is None else pc.equal(part[col], val)
-                part = part.filter(mask)
-            part = part.drop_columns(list(partition_by))
-            ident = tuple(_partition_value(key[c]) for c in partition_by)
-            if ident not in writers:
-                values = dict(zip(partition_by, ident))
-                subdir = "/".join(
-                    f"{c}={quote(v, safe='') if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in values.items()
-                )
-                rel = f"{subdir + '/' if subdir else ''}part-{uuid.uuid4().hex}.zstd.parquet"
-                filesystem.create_dir(os.path.dirname(f"{base}/{rel}"), recursive=True)
-                writer = pq.ParquetWriter(f"{base}/{rel}", part.schema, filesystem=filesystem, compression="zstd")
-                writers[ident] = (writer, rel, values)
-                counts[ident] = 0
-            writers[ident][0].write_table(part)
-            counts[ident] += part.num_rows
-    written = []
-    for ident, (writer, rel, values) in writers.items():
-        writer.close()
-        size = filesystem.get_file_info(f"{base}/{rel}").size
-        written.append(_WrittenFile(path=rel, size=size, partition_values=values, num_records=counts[ident]))
+    staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    writer = df.write.mode("overwrite").option("compression", "zstd")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(f"{root.rstrip('/')}/{staging}")
+    written: list[_WrittenFile] = []
+    try:
+        for info in filesystem.get_file_info(pafs.FileSelector(f"{base}/{staging}", recursive=True)):
+            if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+                continue  # _SUCCESS, .crc checksums
+            folder = os.path.relpath(os.path.dirname(info.path), f"{base}/{staging}")
+            parts = [] if folder == "." else folder.split("/")
+            values = {k: (None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)) for k, v in (x.split("=", 1) for x in parts)}
+            rows = pq.read_metadata(info.path, filesystem=filesystem).num_rows
+            if rows == 0:
+                continue  # Spark writes an empty file for an empty unpartitioned DataFrame
+            rel = "/".join([*parts, f"part-{uuid.uuid4().hex}.zstd.parquet"])
+            filesystem.create_dir(os.path.dirname(f"{base}/{rel}"), recursive=True)
+            filesystem.move(info.path, f"{base}/{rel}")
+            written.append(_WrittenFile(path=rel, size=info.size, partition_values=values, num_records=rows))
+    except BaseException:
+        _remove_files(root, written)
+        raise
+    finally:
+        filesystem.delete_dir(f"{base}/{staging}")
     return written
 
 
-class _DeltaRsWriter(DataSourceArrowWriter):
-    def __init__(self, options: dict, overwrite: bool):
-        self.root = options["path"]
-        self.partition_by = json.loads(options.get("partition_by", "[]"))
-        self.replace = json.loads(options.get("replace_partition", "null"))
-        self.overwrite = overwrite
+def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
+    from pyarrow import fs as pafs
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> _WrittenFiles:
-        return _WrittenFiles(_write_task_files(self.root, iterator, self.partition_by))
+    filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    for f in files:
+        try:
+            filesystem.delete_file(f"{base}/{f.path}")
+        except OSError:
+            pass
 
-    def commit(self, messages: list[_WrittenFiles | None]) -> None:
-        files = [f for m in messages if m for f in m.files]
-        if self.replace:
-            (col, value), = self.replace.items()
-            stray = {f.partition_values.get(col) for f in files} - {value}
-            if stray:
-                self.abort(messages)
-                raise StorageError(
-                    f"overwrite of partition {col}={value} in {self.root} got rows for {sorted(map(str, stray))}"
-                )
-        now = int(time.time() * 1000)
-        actions = [
-            AddAction(
-                path=f.path,
-                size=f.size,
-                partition_values=f.partition_values,
-                modification_time=now,
-                data_change=True,
-                stats=json.dumps({"numRecords": f.num_records}),
-            )
-            for f in files
-        ]
-        table = DeltaTable(self.root)
-        filters = [(col, "=", value) for col, value in (self.replace or {}).items()] or None
-        table.create_write_transaction(
-            actions,
-            mode="overwrite" if self.overwrite else "append",
-            schema=table.schema(),
-            partition_by=self.partition_by or None,
-            partition_filters=filters,
+
+def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool) -> None:
+    """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`)."""
+    if replace:
+        (col, value), = replace.items()
+        stray = {f.partition_values.get(col) for f in files} - {value}
+        if stray:
+            _remove_files(root, files)
+            raise StorageError(f"overwrite of partition {col}={value} in {root} got rows for {sorted(map(str, stray))}")
+    now = int(time.time() * 1000)
+    actions = [
+        AddAction(
+            path=f.path,
+            size=f.size,
+            partition_values=f.partition_values,
+            modification_time=now,
+            data_change=True,
+            stats=json.dumps({"numRecords": f.num_records}),
         )
-
-    def abort(self, messages: list[_WrittenFiles | None]) -> None:
-        for m in messages:
-            for f in m.files if m else []:
-                try:
-                    os.remove(os.path.join(self.root, f.path))
-                except OSError:
-                    pass
-
-
-class DeltaRsDataSource(DataSource):
-    """Spark data source `catalake_delta`: executors write Parquet, the driver commits via delta-rs."""
-
-    @classmethod
-    def name(cls) -> str:
-        return DATA_SOURCE_NAME
-
-    def writer(self, schema: StructType, overwrite: bool) -> _DeltaRsWriter:
-        return _DeltaRsWriter(dict(self.options), overwrite)
+        for f in files
+    ]
+    table = DeltaTable(root)
+    filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
+    table.create_write_transaction(
+        actions,
+        mode="overwrite" if overwrite else "append",
+        schema=table.schema(),
+        partition_by=partition_by or None,
+        partition_filters=filters,
+    )
 
 
 # --------------------------------------------------------------------------- the store
@@ -227,7 +195,8 @@ class DeltaStore:
         self.root = str(root)
         self.backend = choose_backend(spark, backend)
         if self.backend == "delta-rs":
-            spark.dataSource.register(DeltaRsDataSource)
+            # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
+            spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
     # -- naming
     def path(self, name: str) -> str:
@@ -332,27 +301,35 @@ class DeltaStore:
                 writer = writer.option("replaceWhere", f"`{col}` = '{val}'")
             writer.save(path)
             return
-        # Python data sources are looked up through the calling thread's active session: make
-        # sure writes from worker threads (classify.py writes tables concurrently) find it.
-        session = df.sparkSession
-        if getattr(session, "_jsparkSession", None) is not None:  # classic Spark; Connect has no JVM here
-            session._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
+        files = _write_files(df, path, partition_by)
+        _commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
+
+    def overwrite_partitions(self, df: DataFrame, routes: dict[str, str], column: str, value) -> None:
+        """Replace partition `column=value` in several tables from one DataFrame: `routes` maps a
+        struct column of `df` to the table it holds rows of (null where the row is not that
+        table's). The rows are computed once (cached); each table is then written from the cache
+        in its own commit."""
+        for col, name in routes.items():
+            fields = df.schema[col].dataType.fieldNames()
+            if fields != self.spark_schema(name).fieldNames():
+                raise StorageError(f"writing {name!r}: columns {fields} are not the table's {self.spark_schema(name).fieldNames()}")
+        df = df.persist()
         try:
-            (
-                df.write.format(DATA_SOURCE_NAME)
-                .mode(mode)
-                .option("path", path)
-                .option("partition_by", json.dumps(partition_by))
-                .option("replace_partition", json.dumps(replace))
-                .save()
-            )
-        except Exception as exc:
-            # The driver-side commit runs inside Spark; give the caller our error, not Spark's wrapper.
-            marker = "StorageError: "
-            text = str(exc)
-            if marker in text:
-                raise StorageError(text.split(marker, 1)[1].splitlines()[0]) from None
-            raise
+            for col, name in routes.items():
+                self.overwrite_partition(name, df.where(F.col(f"`{col}`").isNotNull()).select(f"`{col}`.*"), column, value)
+        finally:
+            df.unpersist()
+
+    def partition_rows(self, name: str, column: str, value) -> int:
+        """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
+        where a file has none)."""
+        value = _partition_value(value)
+        actions = pa.table(self._table(name).get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
+        parts = actions.get(f"partition.{column}", [])
+        counts = [n for n, v in zip(actions.get("num_records", []), parts) if _partition_value(v) == value]
+        if any(n is None for n in counts):
+            return self.read(name).where(F.col(column) == F.lit(value)).count()
+        return int(sum(counts))
 
     # -- reads
     def partition_columns(self, name: str) -> list[str]:
@@ -435,4 +412,4 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
     return pa.schema([_arrow_field(f, sf) for f, sf in zip(arrow, schema.fields)])
 
 
-__all__ = ["BACKENDS", "DeltaStore", "DeltaRsDataSource", "StorageError", "choose_backend", "native_delta_available"]
+__all__ = ["BACKENDS", "DeltaStore", "StorageError", "choose_backend", "native_delta_available"]
