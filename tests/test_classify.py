@@ -435,3 +435,27 @@ def test_github_webhooks_as_cloudevents_classify(spark, tmp_path, shared_data):
     release = store.read("messages/com_github__release_published").first()
     assert release.source == f"https://github.com/{release.owner}/{release.repo}"
     assert release.data.action == "published" and release.data.sender.login
+
+
+def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(spark, tmp_path):
+    """landing-zone.md: `source_line` is the record's line in its file, however Spark splits it."""
+    lines = []
+    for i in range(1, 401):
+        lines.append("" if i % 37 == 0 else json.dumps({"n": i, "pad": "x" * (i % 50)}))
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(("\r\n".join(lines[:200]) + "\n" + "\n".join(lines[200:]) + "\n").encode())
+    other = tmp_path / "small.jsonl.gz"
+    other.write_bytes(gzip.compress(b'{"n": 1}\n\n{"n": 3}\n'))
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "2k")  # a dozen splits of big.jsonl
+    try:
+        records = read_records(spark, [path, other])
+        splits = records.select(F.expr("input_file_block_start()")).distinct().count()
+        rows = records.collect()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    got = {(r.source_file.rsplit("/", 1)[1], r.source_line): json.loads(r.raw)["n"] for r in rows}
+    expected = {("big.jsonl", i): i for i in range(1, 401) if i % 37}
+    expected.update({("small.jsonl.gz", 1): 1, ("small.jsonl.gz", 3): 3})
+    assert got == expected  # every line once, at its number; blank lines skipped, CRLF stripped
+    assert splits > 5

@@ -6,9 +6,10 @@ batch). `_SUCCESS`, `.crc`, dot-files and other names are ignored; a missing fol
 partition.
 
 Records come out as (source_file, source_line, raw): `source_line` is the 1-based line of a JSON
-lines file, or the 1-based element of a batch array (1 for a single document). Files are read
-by Spark executors whole (`wholetext`, one task per file, gzip decoded by Spark) so that every
-record keeps its line number; nothing is collected to the driver.
+lines file, or the 1-based element of a batch array (1 for a single document). JSON lines files
+are read in splits by Spark executors (gzip decoded by Spark, one task per gzip file), with line
+numbers rebuilt per split (`numbered_lines`); `.json` documents are read whole. Nothing but a
+few counts per file reaches the driver.
 """
 
 from __future__ import annotations
@@ -73,24 +74,41 @@ def landing_partitions(root: Path) -> dict[str, str]:
     return out
 
 
+def numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """(source_file, source_line, raw) of JSON lines files, read in splits like any text file
+    (a large file is read by several tasks and never held whole in memory).
+
+    Spark gives no line numbers, so they are rebuilt: within one split the rows keep their order,
+    and `monotonically_increasing_id` numbers them consecutively in their partition; a first,
+    cheap query counts the lines of every split (a few rows per file, to the driver), and each
+    split's first line number is the sum of the splits before it in the same file."""
+    text = spark.read.text(paths).select(
+        F.input_file_name().alias("source_file"),
+        F.expr("input_file_block_start()").alias("block"),
+        F.monotonically_increasing_id().alias("pos"),
+        F.col("value").alias("raw"),
+    )
+    blocks = text.groupBy("source_file", "block").agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("lines")).collect()
+    starts, line = [], {}
+    for b in sorted(blocks, key=lambda b: (b["source_file"], b["block"])):
+        begin = line.get(b["source_file"], 1)
+        starts.append((b["source_file"], b["block"], b["first"], begin))
+        line[b["source_file"]] = begin + b["lines"]
+    offsets = spark.createDataFrame(starts, "source_file string, block long, first long, begin long")
+    return text.join(F.broadcast(offsets), ["source_file", "block"]).select(
+        "source_file",
+        (F.col("begin") + F.col("pos") - F.col("first")).alias("source_line"),
+        F.regexp_replace("raw", "\r$", "").alias("raw"),
+    ).where(F.trim("raw") != "")
+
+
 def read_records(spark: SparkSession, files: list[Path]) -> DataFrame:
     """(source_file, source_line, raw) for every record of `files`."""
     lines = [str(f) for f in files if f.name.endswith(LINE_FILES)]
     docs = [str(f) for f in files if f.name.endswith(DOCUMENT_FILES)]
     parts = []
     if lines:
-        whole = spark.read.text(lines, wholetext=True).select(
-            F.input_file_name().alias("source_file"), F.col("value")
-        )
-        # split keeps line numbers; a trailing newline leaves one empty element, dropped with blank lines
-        exploded = whole.select("source_file", F.posexplode(F.split("value", "\n")).alias("pos", "raw"))
-        parts.append(
-            exploded.select(
-                "source_file",
-                (F.col("pos") + 1).cast("long").alias("source_line"),
-                F.regexp_replace("raw", "\r$", "").alias("raw"),
-            ).where(F.trim("raw") != "")
-        )
+        parts.append(numbered_lines(spark, lines))
     if docs:
         whole = spark.read.text(docs, wholetext=True).select(
             F.input_file_name().alias("source_file"), F.col("value").alias("raw")
