@@ -2,9 +2,9 @@
 
 The day's files are read once by the executors, normalized (records.py) and matched against the
 compiled catalog (matcher.py); the matched records are cached while their counts tell which
-tables the day feeds. Then one Spark job routes every record to exactly one table (`route`: a
-struct column per table, typed by the table's schema) and writes them all at once; each table
-gets one Delta commit replacing the day. Python runs only where it must (payloads that several
+tables the day feeds. Then one pass routes every record to exactly one table (`route`: a struct
+column per table, typed by the table's schema); the routed rows are cached and each table is
+written from them with one Delta commit replacing the day. Python runs only where it must (payloads that several
 definitions match, schemas with keywords the native checks do not cover, Avro binary payloads),
 through Arrow-batched pandas UDFs that see only those rows' values.
 
@@ -297,6 +297,14 @@ def deadletter_row(reason: Column, detail: Column, ingested_at: dt.datetime, day
     )
 
 
+def _by_winner(values: dict[int, Column], default: Column) -> Column:
+    """Each record's value from its own table's column: CASE winner WHEN idx THEN value ... END."""
+    out = None
+    for idx, value in values.items():
+        out = (F.when if out is None else out.when)(F.col("winner") == idx, value)
+    return default if out is None else out.otherwise(default)
+
+
 def route(
     resolved: DataFrame, targets: list[tuple[int, MessageTable, StructType]], specs: dict,
     deadletter: bool, ingested_at: dt.datetime, day: dt.date,
@@ -304,17 +312,12 @@ def route(
     """Every record as a row of exactly one table: one struct column per target table (null where
     the record is not that table's) and `deadletter`; returns the frame and column -> table."""
     winner, matched = F.col("winner"), F.col("rec_reason").isNull()
-    typed, errors, undecodable = {}, F.lit(None).cast("array<string>"), F.lit(False)
-    case_errors, case_undecodable = None, None
+    typed, errors, undecodable = {}, {}, {}
     for idx, table, schema in targets:
-        mine = matched & (winner == idx)
-        typed[idx], table_errors, table_undecodable = payload_columns(table, schema, mine, specs)
-        case_errors = (case_errors if case_errors is not None else F).when(winner == idx, table_errors)
-        case_undecodable = (case_undecodable if case_undecodable is not None else F).when(winner == idx, table_undecodable)
-    if case_errors is not None:
-        errors, undecodable = case_errors, F.coalesce(case_undecodable, F.lit(False))
+        typed[idx], errors[idx], undecodable[idx] = payload_columns(table, schema, matched & (winner == idx), specs)
     df = resolved.select("*", *[F.when(matched & (winner == idx), t).alias(f"_typed{idx}") for idx, t in typed.items()],
-                         errors.alias("_errors"), undecodable.alias("_undecodable"))
+                         _by_winner(errors, F.lit(None).cast("array<string>")).alias("_errors"),
+                         _by_winner(undecodable, F.lit(False)).alias("_undecodable"))
     rejected = matched & (F.col("_undecodable") | (F.coalesce(F.size("_errors"), F.lit(0)) > 0))
     df = df.withColumn("_rejected", rejected)
     columns, routes = [], {}
