@@ -108,7 +108,7 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     the row count. No row passes through the driver."""
     from pyarrow import fs as pafs
 
-    filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    filesystem, base = _filesystem(root)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = df.write.mode("overwrite").option("compression", "zstd")
     if partition_by:
@@ -137,10 +137,15 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     return written
 
 
-def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
+def _filesystem(root: str):
+    """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
     from pyarrow import fs as pafs
 
-    filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    return pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+
+
+def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
+    filesystem, base = _filesystem(root)
     for f in files:
         try:
             filesystem.delete_file(f"{base}/{f.path}")
@@ -309,10 +314,11 @@ class DeltaStore:
         struct column of `df` to the table it holds rows of (null where the row is not that
         table's). The rows are computed once (cached); each table is then written from the cache
         in its own commit."""
+        # checked for every table before any is written
         for col, name in routes.items():
-            fields = df.schema[col].dataType.fieldNames()
-            if fields != self.spark_schema(name).fieldNames():
-                raise StorageError(f"writing {name!r}: columns {fields} are not the table's {self.spark_schema(name).fieldNames()}")
+            fields, expected = df.schema[col].dataType.fieldNames(), self.spark_schema(name).fieldNames()
+            if fields != expected:
+                raise StorageError(f"writing {name!r}: columns {fields} are not the table's {expected}")
         df = df.persist()
         try:
             for col, name in routes.items():
