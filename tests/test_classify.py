@@ -127,6 +127,10 @@ RECORDS = [
     ("base64", ce("t.bin", data_base64="AAEC"), "cloudevents", None, {"type": "t.bin"}),
     ("not-an-event", {"hello": "world"}, "not_an_event", None, None),
     ("malformed", "{not json", "malformed_json", None, None),
+    ("trailing-text", json.dumps(ce("t.trailing")) + " and more", "malformed_json", None, None),
+    ("json-array", "[1, 2]", "not_an_event", None, None),
+    ("kafka-text-payload", {"topic": "orders", "partition": 0, "offset": 10, "payload": "5"}, "kafka", "KAFKA", None),
+    ("kafka-number-payload", {"topic": "orders", "partition": 0, "offset": 11, "payload": 5}, "kafka", "KAFKA", None),
 ]
 
 
@@ -148,6 +152,8 @@ def test_record_kinds_and_bindings(tmp_path, spark):
     assert by_name["http"].fields["opt:method"] == "POST" and by_name["http"].fields["opt:query.x"] == "1"
     assert by_name["amqp"].address == "queue1" and by_name["nats"].address == "orders.created"
     assert by_name["base64"].data_b64 == "AAEC"
+    # a payload keeps its JSON kind: the text "5" is not the number 5
+    assert by_name["kafka-text-payload"].data_v.toJson() == '"5"' and by_name["kafka-number-payload"].data_v.toJson() == "5"
 
 
 # -- matching rules (xRegistry message spec, "Property Definitions: value", RFC 6570 level 1)
@@ -301,7 +307,10 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     store = DeltaStore(spark, tmp_path / "warehouse")
     sync_message_tables(store, tables)
     landing = DEMO_DIR / "landing"
+    pruning = spark.conf.get("spark.sql.optimizer.dynamicPartitionPruning.enabled")
     first = classify_partition(spark, store, catalog, tables, landing, DAY)
+    # the run's own session settings are put back (the Dagster run shares the session)
+    assert spark.conf.get("spark.sql.optimizer.dynamicPartitionPruning.enabled") == pruning
     assert first.records == 59
     assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}
     assert first.tables["/messagegroups/bikeshare.docks.mqtt/messages/bikeshare.docks.mqtt.DockStatus"] == 15

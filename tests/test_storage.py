@@ -117,6 +117,20 @@ def test_overwrite_partitions_routes_each_row_to_its_table(spark, store):
     assert logged <= on_disk and not any(".staging-" in f for f in on_disk)
 
 
+def test_overwrite_partitions_writes_many_tables_at_once(spark, store):
+    from pyspark.sql import functions as F
+
+    names = [f"bucket{i}" for i in range(6)]  # more tables than concurrent writers
+    for name in names:
+        store.create(name, SCHEMA, partition_by=["event_date"])
+    row = F.struct(*[F.col(c) for c in SCHEMA.fieldNames()])
+    routed = rows(spark, DAY1, 30).select(*[F.when(F.col("n") % 6 == i, row).alias(f"b{i}") for i in range(6)])
+    store.overwrite_partitions(routed, {f"b{i}": name for i, name in enumerate(names)}, "event_date", DAY1)
+    for i, name in enumerate(names):
+        assert sorted(r["n"] for r in store.read(name).collect()) == list(range(i, 30, 6))
+        assert len(store.history(name)) == 2  # created, then one write
+
+
 def test_overwrite_partitions_refuses_rows_that_are_not_the_tables(spark, store):
     from pyspark.sql import functions as F
 

@@ -20,6 +20,7 @@ import datetime as dt
 import io
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -41,7 +42,7 @@ from .schemas.avro import named_type
 from .storage import DeltaStore
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
-SETTLED = ("v", "is_structured", "is_ce", "address", "rec_family", "match_status", "missing")  # decided by then
+SETTLED = ("is_structured", "is_ce", "address", "rec_family", "match_status", "missing")  # decided by then
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 
 
@@ -343,6 +344,31 @@ def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
     return os.path.isdir(os.path.join(path, f"{PARTITION_COLUMN}={day.isoformat()}"))
 
 
+# Session settings of a partition run, restored afterwards (the Dagster run shares the session)
+RUN_CONF = {
+    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",  # repeated header names: the last one wins
+    # Dynamic partition pruning finds nothing to prune in these plans (text files joined to small
+    # broadcast catalogs) yet took 13 s per query to rule that out over the normalize/match
+    # expression tree (RuleExecutor metrics, benchmarks/RESULTS.md)
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+}
+
+
+@contextmanager
+def _run_conf(spark: SparkSession):
+    before = {key: spark.conf.get(key, None) for key in RUN_CONF}
+    for key, value in RUN_CONF.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def classify_partition(
     spark: SparkSession,
     store: DeltaStore,
@@ -358,7 +384,12 @@ def classify_partition(
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
     the dead-letter table included."""
-    spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # repeated header names: the last one wins
+    with _run_conf(spark):
+        return _classify_partition(spark, store, catalog, tables, landing, day, only=only, strict=strict,
+                                   ingested_at=ingested_at, progress=progress)
+
+
+def _classify_partition(spark, store, catalog, tables, landing, day, *, only, strict, ingested_at, progress) -> PartitionResult:
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     by_xid = {t.message.xid: t for t in tables}
     messages = [t.message for t in tables]

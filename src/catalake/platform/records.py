@@ -1,18 +1,25 @@
 """Raw landed records -> one normalized shape, in Spark expressions (no Python per record).
 
-Each record is parsed once into a VARIANT and recognised by its content, never its file name
-(landing-zone.md, "Record kinds"):
+Each record is parsed once with `from_json` into a fixed struct of the fields any record kind
+uses (`RECORD`): scalars as text, headers and property sections as their JSON text (parsed again
+only for the records of the kind that has them, a few short strings), payloads as VARIANT. The
+kind is recognised by content, never by file name (landing-zone.md, "Record kinds"):
 
 * a `protocol` field: MQTT/3.1.1, MQTT/5.0, AMQP/1.0, HTTP, NATS and ROCKETMQ protocol records;
 * `topic` + `partition` + `offset`: Kafka records (`kcat -J`);
 * `specversion`: a CloudEvent in structured mode;
 * anything else that is JSON is `not_an_event`; text that is not JSON is `malformed_json`.
 
-CloudEvents attributes come from the structured event or, in binary mode, from the protocol's
-headers per its CloudEvents binding: Kafka `ce_` headers, MQTT 5 user properties, AMQP
-`cloudEvents:`/`cloudEvents_` application properties, HTTP and NATS `ce-` headers, RocketMQ
-`CE_` properties; the protocol's content type becomes `datacontenttype`. A content type starting
-with `application/cloudevents` means the payload is a structured-mode event.
+Why not one VARIANT per record and a `try_variant_get` per field: Spark 4.1 copies the whole
+record's variant out of the row on every access and builds a Cast expression per converted
+value, which made this step 5x slower than parsing (measured with JFR, benchmarks/RESULTS.md).
+
+CloudEvents attributes come from the structured event (every top-level member but `data` and
+`data_base64`, as text) or, in binary mode, from the protocol's headers per its CloudEvents
+binding: Kafka `ce_` headers, MQTT 5 user properties, AMQP `cloudEvents:`/`cloudEvents_`
+application properties, HTTP and NATS `ce-` headers, RocketMQ `CE_` properties; the protocol's
+content type becomes `datacontenttype`. A content type starting with `application/cloudevents`
+means the payload is a structured-mode event.
 
 The payload becomes `data_v` (VARIANT; a JSON string that holds a JSON object or array is
 decoded once) or, when landed as base64 (`data_base64`, `payload_base64`), `data_b64`.
@@ -22,32 +29,46 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
 E = F.expr
+TEXT_FIELDS = (
+    "protocol", "specversion", "data_base64",
+    # Kafka (kcat -J)
+    "topic", "partition", "offset", "key", "key_base64", "ts", "timestamp", "payload_base64",
+    # MQTT, AMQP, HTTP, NATS, RocketMQ
+    "topic_name", "qos", "retain", "content_type", "method", "path", "subject", "reply_to", "tags", "keys", "body_base64",
+    # sections as JSON text: parsed only for the kind that has them
+    "headers", "user_properties", "application_properties", "properties", "message_annotations", "header", "query",
+)
+VARIANT_FIELDS = ("data", "payload", "value", "body")
+CORRUPT = "_corrupt"
+RECORD = StructType(
+    [StructField(n, StringType()) for n in TEXT_FIELDS]
+    + [StructField(n, VariantType()) for n in VARIANT_FIELDS]
+    + [StructField(CORRUPT, StringType())]
+)
+EVENT_DATA = "struct<data:variant,data_base64:string>"
 
 
 def _empty_map() -> Column:
     return E("cast(map() as map<string,string>)")
 
 
-def _get(path: str, dtype: str = "string", source: str = "v") -> Column:
-    return E(f"try_variant_get({source}, '{path}', '{dtype}')")
-
-
-def _name_value_map(path: str, source: str = "v") -> Column:
-    """Headers as [{name, value}], {name: value} or kcat's flat [n1, v1, n2, v2] -> map, names lower-cased."""
-    arr = f"try_variant_get({source}, '{path}', 'array<struct<name:string,value:string>>')"
-    pairs = E(
-        f"CASE WHEN forall({arr}, x -> x.name IS NOT NULL) THEN "
-        f"map_from_entries(transform({arr}, x -> struct(lower(x.name), x.value))) END"
+def _name_value_map(text: Column) -> Column:
+    """Headers as JSON text: [{name, value}], {name: value} or kcat's flat [n1, v1, n2, v2] -> map,
+    names lower-cased."""
+    pairs = F.from_json(text, "array<struct<name:string,value:string>>")
+    from_pairs = F.map_from_entries(F.transform(F.filter(pairs, lambda x: x["name"].isNotNull()),
+                                                lambda x: F.struct(F.lower(x["name"]), x["value"])))
+    flat = F.from_json(text, "array<string>")
+    from_flat = F.map_from_arrays(
+        F.transform(F.filter(flat, lambda x, i: i % 2 == 0), lambda x: F.lower(F.coalesce(x, F.lit("")))),
+        F.filter(flat, lambda x, i: i % 2 == 1),
     )
-    mapping = E(f"transform_keys(try_variant_get({source}, '{path}', 'map<string,string>'), (k, x) -> lower(k))")
-    flat = E(
-        f"map_from_arrays("
-        f"transform(filter(try_variant_get({source}, '{path}', 'array<string>'), (x, i) -> i % 2 = 0), x -> lower(coalesce(x, ''))),"
-        f"filter(try_variant_get({source}, '{path}', 'array<string>'), (x, i) -> i % 2 = 1))"
-    )
-    return F.coalesce(pairs, mapping, flat)
+    from_object = F.transform_keys(F.from_json(text, "map<string,string>"), lambda k, v: F.lower(k))
+    start = F.substring(F.ltrim(text), 1, 1)
+    return F.when(start == "{", from_object).when(start == "[", F.coalesce(from_pairs, from_flat))
 
 
 def _with_prefix(m: Column, prefixes: tuple[str, ...]) -> Column:
@@ -77,60 +98,81 @@ def _without_prefix(m: Column, prefixes: tuple[str, ...]) -> Column:
     return F.map_filter(m, lambda k, v: keep(k))
 
 
+def _variant_text(value: Column) -> Column:
+    """The text of a VARIANT that is a JSON string, else null (schema_of_variant is cheap; casting
+    a non-string to text would serialize it)."""
+    return F.when(F.schema_of_variant(value) == "STRING", F.try_variant_get(value, "$", "string"))
+
+
 def decode_payload(payload: Column) -> Column:
     """A payload VARIANT; a JSON string holding an object or array is decoded once."""
-    text = F.try_variant_get(payload, "$", "string")
-    decoded = F.try_parse_json(text)
-    is_doc = F.regexp_like(F.coalesce(text, F.lit("")), F.lit(r"^\s*[\[{]"))
-    return F.when(is_doc & decoded.isNotNull(), decoded).otherwise(payload)
+    text = _variant_text(payload)
+    decoded = F.when(F.regexp_like(text, F.lit(r"^\s*[\[{]")), F.try_parse_json(text))
+    return F.coalesce(decoded, payload)
 
 
-def normalize(records: DataFrame) -> DataFrame:
-    """Adds: v, record_kind, protocol, is_structured, attrs, content_type, data_v, data_b64,
-    address, fields (see matcher.py), pm (protocol metadata struct), pm_map."""
-    df = records.withColumn("v", E("try_parse_json(raw)"))
-    proto = F.upper(_get("$.protocol"))
-    kind = (
-        F.when(F.col("v").isNull(), F.lit("malformed_json"))
+def record_kind(j: Column, raw: Column) -> Column:
+    """The record kind (landing-zone.md "Record kinds") from the parsed record `j`."""
+    # from_json (like parse_json) accepts an object followed by other text: still malformed JSON
+    ends_object = raw.endswith(F.lit("}")) | F.rtrim(raw, F.lit(" \t\r\n")).endswith(F.lit("}"))  # the trim only for the rare rest
+    proto = F.upper(j["protocol"])
+    return (
+        F.when(j.isNull() | j[CORRUPT].isNotNull(),  # not an object: valid JSON (array, scalar) or not JSON at all
+               F.when(F.try_parse_json(raw).isNull(), F.lit("malformed_json")).otherwise(F.lit("not_an_event")))
+        .when(~ends_object, F.lit("malformed_json"))
         .when(proto.startswith("MQTT"), "mqtt")
         .when(proto.startswith("AMQP"), "amqp")
         .when(proto.startswith("HTTP"), "http")
         .when(proto.startswith("NATS"), "nats")
         .when(proto.startswith("ROCKETMQ"), "rocketmq")
-        .when(_get("$.topic").isNotNull() & _get("$.offset", "bigint").isNotNull(), "kafka")
-        .when(_get("$.specversion").isNotNull(), "cloudevents")
+        .when(j["topic"].isNotNull() & j["offset"].try_cast("bigint").isNotNull(), "kafka")
+        .when(j["specversion"].isNotNull(), "cloudevents")
         .otherwise("not_an_event")
     )
-    df = df.withColumn("record_kind", kind)
+
+
+def normalize(records: DataFrame) -> DataFrame:
+    """Adds: record_kind, protocol, is_structured, attrs, content_type, data_v, data_b64, address,
+    fields (see matcher.py), pm (protocol metadata struct), pm_map."""
+    df = records.withColumn("j", F.from_json("raw", RECORD, {"columnNameOfCorruptRecord": CORRUPT}))
+    j = F.col("j")
+    df = df.withColumn("record_kind", record_kind(j, F.col("raw")))
     k = F.col("record_kind")
 
     headers = (
-        F.when(k.isin("kafka", "http", "nats"), _name_value_map("$.headers"))
-        .when(k == "mqtt", _name_value_map("$.user_properties"))
-        .when(k == "amqp", _name_value_map("$.application_properties"))
-        .when(k == "rocketmq", _name_value_map("$.properties"))
+        F.when(k.isin("kafka", "http", "nats"), _name_value_map(j["headers"]))
+        .when(k == "mqtt", _name_value_map(j["user_properties"]))
+        .when(k == "amqp", _name_value_map(j["application_properties"]))
+        .when(k == "rocketmq", _name_value_map(j["properties"]))
     )
-    amqp_props = E("transform_keys(try_variant_get(v, '$.properties', 'map<string,string>'), (k, x) -> lower(replace(k, '_', '-')))")
-    annotations = F.when(k == "amqp", _name_value_map("$.message_annotations"))
+    amqp_props = F.when(k == "amqp", F.transform_keys(F.from_json(j["properties"], "map<string,string>"),
+                                                       lambda key, x: F.lower(F.replace(key, F.lit("_"), F.lit("-")))))
+    annotations = F.when(k == "amqp", _name_value_map(j["message_annotations"]))
     df = df.withColumn("headers", headers).withColumn("amqp_props", amqp_props).withColumn("annotations", annotations)
     h = F.col("headers")
     content_type = (
         F.when(k.isin("kafka", "http", "nats"), h["content-type"])
-        .when(k == "mqtt", _get("$.content_type"))
+        .when(k == "mqtt", j["content_type"])
         .when(k == "amqp", F.col("amqp_props")["content-type"])
         .when(k == "rocketmq", F.coalesce(h["ce_contenttype"], h["ce_datacontenttype"]))
     )
-    payload = F.coalesce(
-        F.when(k.isin("kafka", "nats", "mqtt"), F.coalesce(F.try_variant_get("v", "$.payload", "variant"), F.try_variant_get("v", "$.value", "variant"))),
-        F.when(k.isin("amqp", "http", "rocketmq"), F.try_variant_get("v", "$.body", "variant")),
+    payload = (
+        F.when(k.isin("kafka", "nats", "mqtt"), F.coalesce(j["payload"], j["value"]))
+        .when(k.isin("amqp", "http", "rocketmq"), j["body"])
     )
-    df = df.withColumn("proto_content_type", content_type).withColumn("payload", decode_payload(payload))
+    df = df.withColumn("proto_content_type", content_type).withColumn("payload", payload)
     structured_inside = (k != "cloudevents") & F.lower(F.coalesce(F.col("proto_content_type"), F.lit(""))).startswith("application/cloudevents")
     df = df.withColumn("is_structured", (k == "cloudevents") | structured_inside)
-    event = F.when(k == "cloudevents", F.col("v")).when(structured_inside, F.col("payload"))
+    # the structured event as JSON text: the record itself, or the protocol payload (text, or an object)
+    event_text = F.when(k == "cloudevents", F.col("raw")).when(
+        structured_inside, F.coalesce(_variant_text(F.col("payload")), F.to_json(F.col("payload"))))
+    df = df.withColumn("event_text", event_text)
+    event = F.when(k == "cloudevents", F.struct(j["data"].alias("data"), j["data_base64"].alias("data_base64"))).when(
+        structured_inside, F.from_json(F.col("event_text"), EVENT_DATA))
+    df = df.withColumn("event", event)
 
     structured_attrs = F.map_filter(
-        F.try_variant_get(event, "$", "map<string,string>"), lambda key, val: ~key.isin("data", "data_base64")
+        F.from_json(F.col("event_text"), "map<string,string>"), lambda key, val: ~key.isin("data", "data_base64")
     )
     binary_attrs = (
         F.when(k == "kafka", _with_prefix(h, ("ce_",)))
@@ -149,32 +191,28 @@ def normalize(records: DataFrame) -> DataFrame:
     attrs = F.when(F.col("is_structured"), structured_attrs).when(has_ce_headers, binary_attrs)
     df = df.withColumn("attrs", attrs).withColumn("is_ce", F.col("attrs").isNotNull())
 
-    data = F.when(F.col("is_structured"), decode_payload(F.try_variant_get(event, "$.data", "variant"))).otherwise(F.col("payload"))
-    data_b64 = F.coalesce(
-        F.when(F.col("is_structured"), F.try_variant_get(event, "$.data_base64", "string")),
-        F.when(~F.col("is_structured"), _get("$.payload_base64")),
-        F.when(~F.col("is_structured"), _get("$.body_base64")),
-    )
+    data = F.when(F.col("is_structured"), decode_payload(F.col("event.data"))).otherwise(decode_payload(F.col("payload")))
+    data_b64 = F.when(F.col("is_structured"), F.col("event.data_base64")).otherwise(F.coalesce(j["payload_base64"], j["body_base64"]))
     df = df.withColumn("data_v", data).withColumn("data_b64", data_b64)
     df = df.withColumn(
         "content_type", F.coalesce(F.col("attrs")["datacontenttype"], F.col("proto_content_type"))
     )
 
     # protocol metadata, typed (the per-message table columns) and as text (protocol_metadata)
-    kafka_key = F.coalesce(_get("$.key"), _get("$.key_base64"))
-    kafka_ts = F.coalesce(_get("$.ts", "bigint"), _get("$.timestamp", "bigint"))
+    kafka_key = F.coalesce(j["key"], j["key_base64"])
+    kafka_ts = F.coalesce(j["ts"], j["timestamp"]).try_cast("bigint")
     props = F.col("amqp_props")
     pm = F.struct(
-        F.when(k == "kafka", _get("$.topic")).alias("kafka_topic"),
-        F.when(k == "kafka", _get("$.partition", "int")).alias("kafka_partition"),
-        F.when(k == "kafka", _get("$.offset", "bigint")).alias("kafka_offset"),
+        F.when(k == "kafka", j["topic"]).alias("kafka_topic"),
+        F.when(k == "kafka", j["partition"].try_cast("int")).alias("kafka_partition"),
+        F.when(k == "kafka", j["offset"].try_cast("bigint")).alias("kafka_offset"),
         F.when(k == "kafka", kafka_key).alias("kafka_key"),
         F.when(k == "kafka", F.timestamp_millis(kafka_ts)).alias("kafka_timestamp"),
         F.when(k == "kafka", _without_prefix(h, ("ce_", "content-type"))).alias("kafka_headers"),
-        F.when(k == "mqtt", _get("$.topic_name")).alias("mqtt_topic_name"),
-        F.when(k == "mqtt", _get("$.qos", "int")).alias("mqtt_qos"),
-        F.when(k == "mqtt", _get("$.retain", "boolean")).alias("mqtt_retain"),
-        F.when(k == "mqtt", _get("$.content_type")).alias("mqtt_content_type"),
+        F.when(k == "mqtt", j["topic_name"]).alias("mqtt_topic_name"),
+        F.when(k == "mqtt", j["qos"].try_cast("int")).alias("mqtt_qos"),
+        F.when(k == "mqtt", j["retain"].try_cast("boolean")).alias("mqtt_retain"),
+        F.when(k == "mqtt", j["content_type"]).alias("mqtt_content_type"),
         F.when(k == "mqtt", h).alias("mqtt_user_properties"),
         F.when(k == "amqp", props["message-id"]).alias("amqp_message_id"),
         F.when(k == "amqp", props["to"]).alias("amqp_to"),
@@ -182,23 +220,23 @@ def normalize(records: DataFrame) -> DataFrame:
         F.when(k == "amqp", props["content-type"]).alias("amqp_content_type"),
         F.when(k == "amqp", _without_prefix(h, ("cloudevents:", "cloudevents_"))).alias("amqp_application_properties"),
         F.col("annotations").alias("amqp_message_annotations"),
-        F.when(k == "http", F.upper(_get("$.method"))).alias("http_method"),
-        F.when(k == "http", _get("$.path")).alias("http_path"),
-        F.when(k == "http", _name_value_map("$.query")).alias("http_query"),
+        F.when(k == "http", F.upper(j["method"])).alias("http_method"),
+        F.when(k == "http", j["path"]).alias("http_path"),
+        F.when(k == "http", _name_value_map(j["query"])).alias("http_query"),
         F.when(k == "http", _without_prefix(h, ("ce-", "ce_", "content-type"))).alias("http_headers"),
-        F.when(k == "nats", _get("$.subject")).alias("nats_subject"),
-        F.when(k == "nats", _get("$.reply_to")).alias("nats_reply_to"),
+        F.when(k == "nats", j["subject"]).alias("nats_subject"),
+        F.when(k == "nats", j["reply_to"]).alias("nats_reply_to"),
         F.when(k == "nats", _without_prefix(h, ("ce-", "ce_", "content-type"))).alias("nats_headers"),
-        F.when(k == "rocketmq", _get("$.topic")).alias("rocketmq_topic"),
-        F.when(k == "rocketmq", _get("$.tags")).alias("rocketmq_tags"),
-        F.when(k == "rocketmq", _get("$.keys")).alias("rocketmq_keys"),
+        F.when(k == "rocketmq", j["topic"]).alias("rocketmq_topic"),
+        F.when(k == "rocketmq", j["tags"]).alias("rocketmq_tags"),
+        F.when(k == "rocketmq", j["keys"]).alias("rocketmq_keys"),
         F.when(k == "rocketmq", _without_prefix(h, ("ce_",))).alias("rocketmq_properties"),
     )
     df = df.withColumn("pm", pm)
     p = F.col("pm")
     protocol = (
         F.when(k == "kafka", F.lit("KAFKA"))
-        .when(k.isin("mqtt", "amqp", "http", "nats", "rocketmq"), _get("$.protocol"))
+        .when(k.isin("mqtt", "amqp", "http", "nats", "rocketmq"), j["protocol"])
     )
     address = (
         F.when(k == "kafka", p.kafka_topic).when(k == "mqtt", p.mqtt_topic_name).when(k == "nats", p.nats_subject)
@@ -206,7 +244,7 @@ def normalize(records: DataFrame) -> DataFrame:
     )
     df = df.withColumn("protocol", protocol).withColumn("address", address)
     df = df.withColumn("fields", _fields(k, p, h, props)).withColumn("pm_map", _pm_map(k, p))
-    return df.drop("headers", "amqp_props", "annotations", "payload", "proto_content_type")
+    return df.drop("j", "headers", "amqp_props", "annotations", "payload", "proto_content_type", "event_text", "event")
 
 
 def _opt(name: str, value: Column) -> Column:
@@ -233,7 +271,7 @@ def _fields(k: Column, p: Column, h: Column, props: Column) -> Column:
     amqp = F.map_concat(
         _prefixed("opt:properties.", props), _prefixed("opt:application_properties.", h),
         _prefixed("opt:message_annotations.", F.col("annotations")),
-        _prefixed("opt:header.", _name_value_map("$.header")),
+        _prefixed("opt:header.", _name_value_map(F.col("j")["header"])),
     )
     http = F.map_concat(
         _opt("method", p.http_method), _opt("path", p.http_path), _prefixed("opt:headers.", h),
