@@ -19,7 +19,6 @@ import os
 import time
 import uuid
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import unquote, urlparse
@@ -100,7 +99,6 @@ def _partition_value(value) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-WRITERS = 4  # tables written at once from a routed frame
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
 
 
@@ -322,20 +320,9 @@ class DeltaStore:
             if fields != expected:
                 raise StorageError(f"writing {name!r}: columns {fields} are not the table's {expected}")
         df = df.persist()
-
-        def write(route: tuple[str, str]) -> None:
-            col, name = route
-            self.overwrite_partition(name, df.where(F.col(f"`{col}`").isNotNull()).select(f"`{col}`.*"), column, value)
-
         try:
-            if not routes:
-                return
-            first, *rest = routes.items()
-            write(first)  # computes the cache
-            # the other tables from the cache, a few at a time: each write is a small Spark job
-            # plus driver work (file moves, footers, the commit) that overlaps with the others
-            with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-                list(pool.map(write, rest))
+            for col, name in routes.items():
+                self.overwrite_partition(name, df.where(F.col(f"`{col}`").isNotNull()).select(f"`{col}`.*"), column, value)
         finally:
             df.unpersist()
 
