@@ -12,7 +12,7 @@ kind is recognised by content, never by file name (landing-zone.md, "Record kind
 
 Why not one VARIANT per record and a `try_variant_get` per field: Spark 4.1 copies the whole
 record's variant out of the row on every access and builds a Cast expression per converted
-value, which made this step 5x slower than parsing (measured with JFR, benchmarks/RESULTS.md).
+value (JFR profile and timings in benchmarks/RESULTS.md).
 
 CloudEvents attributes come from the structured event (every top-level member but `data` and
 `data_base64`, as text) or, in binary mode, from the protocol's headers per its CloudEvents
