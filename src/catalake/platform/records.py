@@ -139,12 +139,14 @@ def normalize(records: DataFrame) -> DataFrame:
     df = df.withColumn("record_kind", record_kind(j, F.col("raw")))
     k = F.col("record_kind")
 
-    headers = (
-        F.when(k.isin("kafka", "http", "nats"), _name_value_map(j["headers"]))
-        .when(k == "mqtt", _name_value_map(j["user_properties"]))
-        .when(k == "amqp", _name_value_map(j["application_properties"]))
-        .when(k == "rocketmq", _name_value_map(j["properties"]))
+    # the section that carries this kind's headers, parsed by one expression
+    header_text = (
+        F.when(k.isin("kafka", "http", "nats"), j["headers"])
+        .when(k == "mqtt", j["user_properties"])
+        .when(k == "amqp", j["application_properties"])
+        .when(k == "rocketmq", j["properties"])
     )
+    headers = _name_value_map(header_text)
     amqp_props = F.when(k == "amqp", F.transform_keys(F.from_json(j["properties"], "map<string,string>"),
                                                        lambda key, x: F.lower(F.replace(key, F.lit("_"), F.lit("-")))))
     annotations = F.when(k == "amqp", _name_value_map(j["message_annotations"]))
