@@ -311,6 +311,8 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     first = classify_partition(spark, store, catalog, tables, landing, DAY)
     # the run's own session settings are put back (the Dagster run shares the session)
     assert spark.conf.get("spark.sql.optimizer.dynamicPartitionPruning.enabled") == pruning
+    # the intermediate rows were spilled to the warehouse's scratch folders, gone afterwards
+    assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["deadletter", "messages"]
     assert first.records == 59
     assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}
     assert first.tables["/messagegroups/bikeshare.docks.mqtt/messages/bikeshare.docks.mqtt.DockStatus"] == 15

@@ -1,12 +1,13 @@
 """One partition run: landed records -> per-message tables and the dead-letter table.
 
 The day's files are read once by the executors, normalized (records.py) and matched against the
-compiled catalog (matcher.py); the matched records are cached while their counts tell which
-tables the day feeds. Then one pass routes every record to exactly one table (`route`: a struct
-column per table, typed by the table's schema); the routed rows are cached and each table is
-written from them with one Delta commit replacing the day. Python runs only where it must (payloads that several
-definitions match, schemas with keywords the native checks do not cover, Avro binary payloads),
-through Arrow-batched pandas UDFs that see only those rows' values.
+compiled catalog (matcher.py); the matched records are spilled to scratch Parquet while their
+counts tell which tables the day feeds. Then one pass routes every record to exactly one table
+(`route`: a struct column per table, typed by the table's schema); the routed rows are spilled
+too and each table is written from them with one Delta commit replacing the day. Python runs
+only where it must (payloads that several definitions match, schemas with keywords the native
+checks do not cover, Avro binary payloads), through Arrow-batched pandas UDFs that see only
+those rows' values.
 
 Every record read ends in exactly one table, and re-running a partition gives identical tables
 (every table the run touches has that partition replaced, including tables the partition no
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -36,7 +36,7 @@ from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .landing import partition_files, read_records
 from .matcher import compile_catalog, match
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable, sync_message_tables
-from .payload import needs_python_validation, typed_payload
+from .payload import needs_python_validation, typed_payloads
 from .records import normalize
 from .schemas.avro import named_type
 from .storage import DeltaStore
@@ -263,30 +263,42 @@ def table_columns(table: MessageTable, schema: StructType, data: Column, ingeste
     return columns
 
 
-def payload_columns(table: MessageTable, schema: StructType, mine: Column, specs: dict) -> tuple[Column, Column, Column]:
-    """(typed data, violation messages, payload undecodable) of the rows `mine` of one table.
-
-    Python runs only for this table's rows: the UDFs get null (or a false flag) for the others."""
-    data_v = F.col("data_v")
+def payload_source(table: MessageTable, mine: Column, specs: dict) -> tuple[Column, Column]:
+    """(payload VARIANT, payload undecodable) of the rows `mine` of one table; Avro binary
+    payloads are decoded with the definition's schema (Python, these rows only)."""
     spec = specs.get(table.message.xid)
-    if spec and spec[0] == "avro":
-        content_type = F.lower(F.coalesce(F.col("content_type"), F.lit("")))
-        is_binary = F.lit(False)
-        for kind in AVRO_BINARY:
-            is_binary = is_binary | content_type.startswith(kind)
-        avro_json = _avro_decoder(spec)(F.when(mine & is_binary, F.col("data_b64")))
-        decode_failed = is_binary & avro_json.isNull()
-        data_v = F.when(is_binary, F.try_parse_json(avro_json)).otherwise(F.col("data_v"))
-    else:
-        decode_failed = F.col("data_v").isNull() & F.col("data_b64").isNotNull()
-    data_field = schema["data"]
-    if data_field.metadata.get("catalake.json") or table.data_schema is None:
-        typed, errors = F.to_json(data_v), F.array().cast("array<string>")
-    else:
-        typed, errors = typed_payload(data_field.dataType, data_field.metadata, data_v)
-    if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
-        errors = _python_errors(spec)(mine, F.to_json(data_v))
-    return typed, errors, decode_failed
+    if not (spec and spec[0] == "avro"):
+        return F.when(mine, F.col("data_v")), F.col("data_v").isNull() & F.col("data_b64").isNotNull()
+    content_type = F.lower(F.coalesce(F.col("content_type"), F.lit("")))
+    is_binary = F.lit(False)
+    for kind in AVRO_BINARY:
+        is_binary = is_binary | content_type.startswith(kind)
+    avro_json = _avro_decoder(spec)(F.when(mine & is_binary, F.col("data_b64")))
+    return F.when(mine, F.when(is_binary, F.try_parse_json(avro_json)).otherwise(F.col("data_v"))), is_binary & avro_json.isNull()
+
+
+def _mine_sql(idx: int) -> str:
+    """The records that go to target `idx` (unless their payload is rejected)."""
+    return f"rec_reason IS NULL AND winner = {idx}"
+
+
+def typed_data(df: DataFrame, targets: list[tuple[int, MessageTable, StructType]], specs: dict) -> DataFrame:
+    """Adds `_typed<idx>` and `_typed<idx>_errors` from each target's payload `_p<idx>`."""
+    native, untyped, python = [], [], {}
+    for idx, table, schema in targets:
+        data_field, spec = schema["data"], specs.get(table.message.xid)
+        if data_field.metadata.get("catalake.json") or table.data_schema is None:
+            untyped.append(idx)
+        else:
+            native.append((f"_p{idx}", data_field.dataType, data_field.metadata, f"_typed{idx}", _mine_sql(idx)))
+        if spec and spec[0] == "jsonschema" and needs_python_validation(table.data_schema.document or table.data_schema.content):
+            python[idx] = spec
+    df = typed_payloads(df, native)
+    df = df.select("*", *[x for idx in untyped for x in (
+        F.to_json(f"_p{idx}").alias(f"_typed{idx}"), F.array().cast("array<string>").alias(f"_typed{idx}_errors"))])
+    for idx, spec in python.items():  # jsonschema itself, for the keywords the native checks do not cover
+        df = df.withColumn(f"_typed{idx}_errors", _python_errors(spec)(F.expr(_mine_sql(idx)), F.to_json(f"_p{idx}")))
+    return df
 
 
 def deadletter_row(reason: Column, detail: Column, ingested_at: dt.datetime, day: dt.date) -> Column:
@@ -313,12 +325,11 @@ def route(
     """Every record as a row of exactly one table: one struct column per target table (null where
     the record is not that table's) and `deadletter`; returns the frame and column -> table."""
     winner, matched = F.col("winner"), F.col("rec_reason").isNull()
-    typed, errors, undecodable = {}, {}, {}
-    for idx, table, schema in targets:
-        typed[idx], errors[idx], undecodable[idx] = payload_columns(table, schema, matched & (winner == idx), specs)
-    df = resolved.select("*", *[F.when(matched & (winner == idx), t).alias(f"_typed{idx}") for idx, t in typed.items()],
-                         _by_winner(errors, F.lit(None).cast("array<string>")).alias("_errors"),
-                         _by_winner(undecodable, F.lit(False)).alias("_undecodable"))
+    sources = {idx: payload_source(table, matched & (winner == idx), specs) for idx, table, _ in targets}
+    df = resolved.select("*", *[payload.alias(f"_p{idx}") for idx, (payload, _) in sources.items()],
+                         _by_winner({idx: bad for idx, (_, bad) in sources.items()}, F.lit(False)).alias("_undecodable"))
+    df = typed_data(df, targets, specs)
+    df = df.withColumn("_errors", _by_winner({idx: F.col(f"_typed{idx}_errors") for idx in sources}, F.lit(None).cast("array<string>")))
     rejected = matched & (F.col("_undecodable") | (F.coalesce(F.size("_errors"), F.lit(0)) > 0))
     df = df.withColumn("_rejected", rejected)
     columns, routes = [], {}
@@ -384,12 +395,12 @@ def classify_partition(
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
     the dead-letter table included."""
-    with _run_conf(spark):
-        return _classify_partition(spark, store, catalog, tables, landing, day, only=only, strict=strict,
+    with _run_conf(spark), store.scratch() as scratch:
+        return _classify_partition(spark, store, scratch, catalog, tables, landing, day, only=only, strict=strict,
                                    ingested_at=ingested_at, progress=progress)
 
 
-def _classify_partition(spark, store, catalog, tables, landing, day, *, only, strict, ingested_at, progress) -> PartitionResult:
+def _classify_partition(spark, store, scratch, catalog, tables, landing, day, *, only, strict, ingested_at, progress) -> PartitionResult:
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     by_xid = {t.message.xid: t for t in tables}
     messages = [t.message for t in tables]
@@ -399,7 +410,7 @@ def _classify_partition(spark, store, catalog, tables, landing, day, *, only, st
 
     matched = match(normalize(read_records(spark, files)), compiled)
     # kept for the write: only what the table rows and dead-letter rows are made of
-    matched = matched.withColumn("rec_reason", record_reason()).drop(*SETTLED).persist(StorageLevel.MEMORY_AND_DISK)
+    matched = scratch.spill(matched.withColumn("rec_reason", record_reason()).drop(*SETTLED))
     summary = matched.groupBy(F.col("rec_reason.reason").alias("reason"), "winner").count().collect()
     total = sum(r["count"] for r in summary)
     progress(f"{day}: {total} record(s) read and matched")
@@ -416,7 +427,7 @@ def _classify_partition(spark, store, catalog, tables, landing, day, *, only, st
             F.when(F.col("winner").isNull(), F.struct(F.lit("ambiguous").alias("reason"), F.col("decision.detail").alias("detail"))),
         ).drop("decision")
         resolved = matched.where(~F.coalesce(F.col("rec_reason.reason") == "ambiguous", F.lit(False))).unionByName(decided)
-        resolved = resolved.persist(StorageLevel.MEMORY_AND_DISK)
+        resolved = scratch.spill(resolved)
         summary = resolved.groupBy(F.col("rec_reason.reason").alias("reason"), "winner").count().collect()
 
     result = PartitionResult(partition=day.isoformat(), records=total)
@@ -444,8 +455,6 @@ def _classify_partition(spark, store, catalog, tables, landing, day, *, only, st
         result.written.append(DEADLETTER_TABLE)
         result.deadletter = {r["reason"]: r["count"] for r in
                              store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).groupBy("reason").count().collect()}
-    for df in (resolved, matched):
-        df.unpersist()
     return result
 
 

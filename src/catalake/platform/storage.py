@@ -19,12 +19,14 @@ import os
 import time
 import uuid
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 from deltalake import DeltaTable, write_deltalake
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, create_table_with_add_actions
@@ -106,8 +108,6 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
     table; the driver then moves each file into its partition folder and reads its footer for
     the row count. No row passes through the driver."""
-    from pyarrow import fs as pafs
-
     filesystem, base = _filesystem(root)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = df.write.mode("overwrite").option("compression", "zstd")
@@ -139,8 +139,6 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
 
 def _filesystem(root: str):
     """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
-    from pyarrow import fs as pafs
-
     return pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
 
 
@@ -296,8 +294,16 @@ class DeltaStore:
         extra = [c for c in df.columns if c not in schema.fieldNames()]
         if missing or extra:
             raise StorageError(f"writing {name!r}: columns missing {missing}, not in table {extra}")
-        # Align order and types with the table so both backends see exactly its schema.
-        df = df.select([F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in schema])
+        # Align order and types with the table. Where only nullability differs nothing is cast:
+        # rows read back from Parquet (a scratch spill) are nullable at every level, and Spark
+        # cannot cast a nullable array element to a non-null one. The commit keeps the table's
+        # own schema either way.
+        given = {f.name: f.dataType for f in df.schema}
+        df = df.select([
+            F.col(f"`{f.name}`") if given[f.name].simpleString() == f.dataType.simpleString()
+            else F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
+            for f in schema
+        ])
         path = self.path(name)
         if self.backend == "delta-spark":
             writer = df.write.format("delta").mode(mode)
@@ -312,19 +318,29 @@ class DeltaStore:
     def overwrite_partitions(self, df: DataFrame, routes: dict[str, str], column: str, value) -> None:
         """Replace partition `column=value` in several tables from one DataFrame: `routes` maps a
         struct column of `df` to the table it holds rows of (null where the row is not that
-        table's). The rows are computed once (cached); each table is then written from the cache
-        in its own commit."""
+        table's). The rows are computed once (spilled to scratch Parquet); each table is then
+        written from them in its own commit, reading only its own column."""
         # checked for every table before any is written
         for col, name in routes.items():
             fields, expected = df.schema[col].dataType.fieldNames(), self.spark_schema(name).fieldNames()
             if fields != expected:
                 raise StorageError(f"writing {name!r}: columns {fields} are not the table's {expected}")
-        df = df.persist()
-        try:
+        with self.scratch() as scratch:
+            df = scratch.spill(df)
             for col, name in routes.items():
                 self.overwrite_partition(name, df.where(F.col(f"`{col}`").isNotNull()).select(f"`{col}`.*"), column, value)
+
+    @contextmanager
+    def scratch(self) -> Iterator["Scratch"]:
+        """A hidden folder of the warehouse for intermediate rows, removed afterwards."""
+        scratch = Scratch(self.spark, f"{self.root.rstrip('/')}/{STAGING_PREFIX}scratch-{uuid.uuid4().hex}")
+        try:
+            yield scratch
         finally:
-            df.unpersist()
+            filesystem, base = _filesystem(scratch.root)
+            if filesystem.get_file_info(base).type != pafs.FileType.NotFound:
+                filesystem.delete_dir(base)
+
 
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
@@ -367,6 +383,23 @@ class DeltaStore:
 
     def version(self, name: str) -> int:
         return self._table(name).version()
+
+
+class Scratch:
+    """Intermediate rows that several later passes read, spilled to Parquet instead of cached.
+
+    A spill costs about what building Spark's in-memory cache costs and reads back as fast, but
+    the rows sit on disk: the JVM's memory does not grow with the partition's size, and an
+    executor lost in between does not mean recomputing the day (benchmarks/RESULTS.md)."""
+
+    def __init__(self, spark: SparkSession, root: str):
+        self.spark, self.root, self.count = spark, root, 0
+
+    def spill(self, df: DataFrame) -> DataFrame:
+        self.count += 1
+        path = f"{self.root}/{self.count}"
+        df.write.option("compression", "zstd").parquet(path)
+        return self.spark.read.parquet(path)
 
 
 def _spark_schema(table: DeltaTable) -> StructType:
