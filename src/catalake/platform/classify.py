@@ -324,8 +324,8 @@ def route(
 ) -> tuple[DataFrame, dict[str, str]]:
     """Every record as a row of exactly one table: one struct column per target table (null where
     the record is not that table's) and `deadletter`; returns the frame and column -> table."""
-    winner, matched = F.col("winner"), F.col("rec_reason").isNull()
-    sources = {idx: payload_source(table, matched & (winner == idx), specs) for idx, table, _ in targets}
+    matched = F.col("rec_reason").isNull()
+    sources = {idx: payload_source(table, F.expr(_mine_sql(idx)), specs) for idx, table, _ in targets}
     df = resolved.select("*", *[payload.alias(f"_p{idx}") for idx, (payload, _) in sources.items()],
                          _by_winner({idx: bad for idx, (_, bad) in sources.items()}, F.lit(False)).alias("_undecodable"))
     df = typed_data(df, targets, specs)
@@ -335,7 +335,7 @@ def route(
     columns, routes = [], {}
     for idx, table, schema in targets:
         row = F.struct(*table_columns(table, schema, F.col(f"_typed{idx}"), ingested_at, day))
-        columns.append(F.when(matched & (winner == idx) & ~F.col("_rejected"), row).alias(f"t{idx}"))
+        columns.append(F.when(F.expr(_mine_sql(idx)) & ~F.col("_rejected"), row).alias(f"t{idx}"))
         routes[f"t{idx}"] = table.name
     if deadletter:
         reason = F.coalesce(F.col("rec_reason.reason"), F.when(F.col("_undecodable"), F.lit("malformed_payload")).otherwise(F.lit("schema_violation")))

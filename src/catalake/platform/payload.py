@@ -18,7 +18,8 @@ A data schema using keywords this does not compile (`not`, `if`, `dependentRequi
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Iterator
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -121,18 +122,12 @@ class Checks:
         return f"CASE WHEN {self.all_ok()} THEN CAST(array() AS array<string>) ELSE filter(array({failed}), m -> m IS NOT NULL) END"
 
 
-class _Lambdas:
-    """Fresh lambda variable names for nested arrays and maps."""
-
-    def __init__(self):
-        self.n = 0
-
-    def __call__(self) -> str:
-        self.n += 1
-        return f"e{self.n}"
+def _element(fresh: Iterator[int]) -> str:
+    """A lambda variable name no enclosing array or map lambda uses."""
+    return f"e{next(fresh)}"
 
 
-def typed_sql(dtype: DataType, meta: dict, var: str, view: str | None, fresh: _Lambdas) -> str:
+def typed_sql(dtype: DataType, meta: dict, var: str, view: str | None, fresh: Iterator[int]) -> str:
     """The typed value of the node whose VARIANT is `var` (`view`: its members, for an object)."""
     if meta.get("catalake.json"):
         return f"to_json({var})"
@@ -148,15 +143,15 @@ def typed_sql(dtype: DataType, meta: dict, var: str, view: str | None, fresh: _L
             members += [string(field.name), typed_sql(field.dataType, field.metadata, child, child_view, fresh)]
         return f"CASE WHEN {view} IS NOT NULL THEN named_struct({', '.join(members)}) END"
     if isinstance(dtype, ArrayType):
-        e = fresh()
+        e = _element(fresh)
         return f"transform({_get(var, 'array<variant>')}, {e} -> {_element_typed(dtype.elementType, e, fresh)})"
     if isinstance(dtype, MapType):
-        e = fresh()
+        e = _element(fresh)
         return f"transform_values({_get(var, 'map<string,variant>')}, (k, {e}) -> {_element_typed(dtype.valueType, e, fresh)})"
     return _scalar_typed(dtype, meta, var)
 
 
-def _element_typed(dtype: DataType, e: str, fresh: _Lambdas) -> str:
+def _element_typed(dtype: DataType, e: str, fresh: Iterator[int]) -> str:
     return typed_sql(dtype, {}, e, _view(e, dtype) if isinstance(dtype, StructType) else None, fresh)
 
 
@@ -237,7 +232,7 @@ def _constraints(typed: str, dtype: DataType, meta: dict, path: str, checks: Che
             checks.add(f"size({typed}) <= {rules['maxItems']}", _msg(path, f"has more than {rules['maxItems']} items"))
 
 
-def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: str, path: str, checks: Checks, fresh: _Lambdas) -> None:
+def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: str, path: str, checks: Checks, fresh: Iterator[int]) -> None:
     """Adds the checks of the node whose VARIANT is `var` (`view`: its members, for an object;
     `typed`: its typed value) to `checks`. A check only fails on a value that is present:
     absence is the caller's `required` check."""
@@ -257,12 +252,12 @@ def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: st
             keys = f"map_keys({_get(var, 'map<string,variant>')})"
             local.add(f"forall({keys}, k -> k IN ({', '.join(map(string, closed))}))", _msg(path, f"has properties other than {closed}"))
     elif isinstance(dtype, ArrayType):
-        arr, e = _get(var, "array<variant>"), fresh()
+        arr, e = _get(var, "array<variant>"), _element(fresh)
         local.add(f"{arr} IS NOT NULL", _msg(path, "is not of type 'array'", f"to_json({var})"))
         local.add(f"forall({arr}, {e} -> {_element_ok(dtype.elementType, e, f'{path}[]', fresh)})",
                   _msg(path, "has an item that does not match its schema"))
     elif isinstance(dtype, MapType):
-        m, e = _get(var, "map<string,variant>"), fresh()
+        m, e = _get(var, "map<string,variant>"), _element(fresh)
         local.add(f"{m} IS NOT NULL", _msg(path, "is not of type 'object'", f"to_json({var})"))
         local.add(f"forall(map_values({m}), {e} -> {_element_ok(dtype.valueType, e, path + '{}', fresh)})",
                   _msg(path, "has a value that does not match its schema"))
@@ -273,7 +268,7 @@ def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: st
         checks.add(f"(NOT {_present(var)} OR {ok})", message)
 
 
-def _element_ok(dtype: DataType, e: str, path: str, fresh: _Lambdas) -> str:
+def _element_ok(dtype: DataType, e: str, path: str, fresh: Iterator[int]) -> str:
     """Whether one array element / map value passes its checks (absent values pass)."""
     view = _view(e, dtype) if isinstance(dtype, StructType) else None
     inner = Checks()
@@ -295,7 +290,7 @@ def typed_payloads(df: DataFrame, payloads: list[tuple[str, DataType, dict, str,
     seconds per run on the driver."""
     views, typed, errors = [], [], []
     for column, dtype, meta, name, rows in payloads:
-        var, view, fresh = ident(column), None, _Lambdas()
+        var, view, fresh = ident(column), None, itertools.count(1)
         if isinstance(dtype, StructType) and not (meta.get("catalake.json") or meta.get("catalake.xml")):
             view = ident(f"{name}_view")
             views.append(F.expr(f"CASE WHEN {rows} THEN {_view(var, dtype)} END").alias(f"{name}_view"))
