@@ -340,6 +340,20 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     assert not ok and counts["rows_stored"] == 58
 
 
+def test_a_day_without_landed_files_is_an_empty_partition(spark, tmp_path):
+    from catalake.platform.storage import DeltaStore
+
+    catalog = load_catalog([DEMO_CATALOG])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG])
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    empty_day = dt.date(2030, 1, 1)
+    result = classify_partition(spark, store, catalog, tables, DEMO_DIR / "landing", empty_day)
+    assert (result.records, result.tables, result.deadletter) == (0, {}, {})
+    assert conservation(store, tables, empty_day, 0) == (True, {"records_read": 0, "rows_stored": 0, "per_table": {}})
+    assert not [p for p in (tmp_path / "warehouse").iterdir() if p.name.startswith(".")]
+
+
 def test_real_azure_events_classify_as_their_catalog_says(spark, tmp_path, shared_data):
     landing, catalog_file = land_azure(shared_data, tmp_path)
     store, _, warnings, result = classify_day(spark, tmp_path, [catalog_file], landing)
