@@ -83,13 +83,13 @@ def _kind(var: str) -> str:
     return f"schema_of_variant({var})"
 
 
-def view_type(dtype: StructType) -> str:
-    """An object's members, each as its own small VARIANT (null when absent)."""
-    return "struct<" + ", ".join(f"{ident(f.name)}: variant" for f in dtype.fields) + ">"
-
-
-def _view(var: str, dtype: StructType) -> str:
-    return f"try_variant_get({var}, '$', {string(view_type(dtype))})"
+def _members(var: str, dtype: DataType) -> str | None:
+    """An object's members, each as its own small VARIANT (null when absent); None unless
+    `dtype` is an object's."""
+    if not isinstance(dtype, StructType):
+        return None
+    members = ", ".join(f"{ident(f.name)}: variant" for f in dtype.fields)
+    return f"try_variant_get({var}, '$', {string(f'struct<{members}>')})"
 
 
 def _get(var: str, type_name: str) -> str:
@@ -139,20 +139,15 @@ def typed_sql(dtype: DataType, meta: dict, var: str, view: str | None, fresh: It
         members = []
         for field in dtype.fields:
             child = f"{view}.{ident(field.name)}"
-            child_view = _view(child, field.dataType) if isinstance(field.dataType, StructType) else None
-            members += [string(field.name), typed_sql(field.dataType, field.metadata, child, child_view, fresh)]
+            members += [string(field.name), typed_sql(field.dataType, field.metadata, child, _members(child, field.dataType), fresh)]
         return f"CASE WHEN {view} IS NOT NULL THEN named_struct({', '.join(members)}) END"
     if isinstance(dtype, ArrayType):
         e = _element(fresh)
-        return f"transform({_get(var, 'array<variant>')}, {e} -> {_element_typed(dtype.elementType, e, fresh)})"
+        return f"transform({_get(var, 'array<variant>')}, {e} -> {typed_sql(dtype.elementType, {}, e, _members(e, dtype.elementType), fresh)})"
     if isinstance(dtype, MapType):
         e = _element(fresh)
-        return f"transform_values({_get(var, 'map<string,variant>')}, (k, {e}) -> {_element_typed(dtype.valueType, e, fresh)})"
+        return f"transform_values({_get(var, 'map<string,variant>')}, (k, {e}) -> {typed_sql(dtype.valueType, {}, e, _members(e, dtype.valueType), fresh)})"
     return _scalar_typed(dtype, meta, var)
-
-
-def _element_typed(dtype: DataType, e: str, fresh: Iterator[int]) -> str:
-    return typed_sql(dtype, {}, e, _view(e, dtype) if isinstance(dtype, StructType) else None, fresh)
 
 
 def _scalar_typed(dtype: DataType, meta: dict, var: str) -> str:
@@ -245,8 +240,7 @@ def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: st
             child, sub = f"{view}.{ident(field.name)}", f"{path}.{field.name}"
             if field.metadata.get("catalake.required") or not field.nullable:
                 local.add(_present(child), _msg(sub, "is a required property"))
-            child_view = _view(child, field.dataType) if isinstance(field.dataType, StructType) else None
-            check_sql(field.dataType, field.metadata, child, child_view, f"{typed}.{ident(field.name)}", sub, local, fresh)
+            check_sql(field.dataType, field.metadata, child, _members(child, field.dataType), f"{typed}.{ident(field.name)}", sub, local, fresh)
         closed = (meta.get("catalake.check") or {}).get("closed")
         if closed:
             keys = f"map_keys({_get(var, 'map<string,variant>')})"
@@ -270,7 +264,7 @@ def check_sql(dtype: DataType, meta: dict, var: str, view: str | None, typed: st
 
 def _element_ok(dtype: DataType, e: str, path: str, fresh: Iterator[int]) -> str:
     """Whether one array element / map value passes its checks (absent values pass)."""
-    view = _view(e, dtype) if isinstance(dtype, StructType) else None
+    view = _members(e, dtype)
     inner = Checks()
     check_sql(dtype, {}, e, view, typed_sql(dtype, {}, e, view, fresh), path, inner, fresh)
     return f"(NOT {_present(e)} OR ({inner.all_ok()}))"
@@ -291,9 +285,10 @@ def typed_payloads(df: DataFrame, payloads: list[tuple[str, DataType, dict, str,
     views, typed, errors = [], [], []
     for column, dtype, meta, name, rows in payloads:
         var, view, fresh = ident(column), None, itertools.count(1)
-        if isinstance(dtype, StructType) and not (meta.get("catalake.json") or meta.get("catalake.xml")):
+        members = _members(var, dtype)
+        if members and not (meta.get("catalake.json") or meta.get("catalake.xml")):
             view = ident(f"{name}_view")
-            views.append(F.expr(f"CASE WHEN {rows} THEN {_view(var, dtype)} END").alias(f"{name}_view"))
+            views.append(F.expr(f"CASE WHEN {rows} THEN {members} END").alias(f"{name}_view"))
         typed.append(F.expr(f"CASE WHEN {rows} THEN {typed_sql(dtype, meta, var, view, fresh)} END").alias(name))
         checks = Checks()
         if meta.get("catalake.required"):
