@@ -28,6 +28,7 @@ from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 from .matcher import CE_TYPED, registry_reference, template_regex
 from .message_table import CORE_ATTRIBUTES, MessageTable
 from .payload import FORMATS
+from .sql import ident
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no usage reporting to the network
 
@@ -125,7 +126,7 @@ def payload_fields(dtype: DataType, path: str, guard: str | None) -> Iterator[tu
 
 
 def _sql(path: str) -> str:
-    return ".".join(f"`{p}`" for p in path.split("."))
+    return ".".join(ident(p) for p in path.split("."))
 
 
 def _and(a: str | None, b: str) -> str:

@@ -35,6 +35,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
+from .sql import ident, string
+
 log = logging.getLogger(__name__)
 
 BACKENDS = ("delta-spark", "delta-rs")
@@ -300,8 +302,8 @@ class DeltaStore:
         # own schema either way.
         given = {f.name: f.dataType for f in df.schema}
         df = df.select([
-            F.col(f"`{f.name}`") if given[f.name].simpleString() == f.dataType.simpleString()
-            else F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
+            F.col(ident(f.name)) if given[f.name].simpleString() == f.dataType.simpleString()
+            else F.col(ident(f.name)).cast(f.dataType).alias(f.name)
             for f in schema
         ])
         path = self.path(name)
@@ -309,7 +311,7 @@ class DeltaStore:
             writer = df.write.format("delta").mode(mode)
             if replace:
                 (col, val), = replace.items()
-                writer = writer.option("replaceWhere", f"`{col}` = '{val}'")
+                writer = writer.option("replaceWhere", f"{ident(col)} = {string(val)}")
             writer.save(path)
             return
         files = _write_files(df, path, partition_by)
@@ -328,7 +330,7 @@ class DeltaStore:
         with self.scratch() as scratch:
             df = scratch.spill(df)
             for col, name in routes.items():
-                self.overwrite_partition(name, df.where(F.col(f"`{col}`").isNotNull()).select(f"`{col}`.*"), column, value)
+                self.overwrite_partition(name, df.where(F.col(ident(col)).isNotNull()).select(f"{ident(col)}.*"), column, value)
 
     @contextmanager
     def scratch(self) -> Iterator["Scratch"]:
