@@ -10,8 +10,9 @@ definitions (the demo's 9 plus synthetic ones with their own types and schemas),
   timed on a second run of the partition (tables already created; the first run's time is
   reported too), or on the first only with `--runs 1`;
 
-wall time, records/s and the peak RSS of the driver (the Python process and its JVM, from
-/proc, sampled every 0.5 s). Results are printed as JSON lines.
+wall time, records/s and the peak RSS of the driver (the Python process, its JVM and the PySpark
+Python workers, from /proc, sampled every 0.5 s; in total and per kind of process). Results are
+printed as JSON lines.
 """
 
 from __future__ import annotations
@@ -64,9 +65,21 @@ def landing(target: Path, records: int) -> Path:
     return target
 
 
-def _tree_rss_kib(pid: int) -> int:
-    """RSS of a process and all its descendants (the driver's Python and its JVM), from /proc."""
-    total, todo = 0, [pid]
+def _kind(pid: int) -> str:
+    """What a process of the driver tree is: the JVM, a PySpark Python worker, or other Python."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    if argv and Path(argv[0].decode(errors="replace")).name == "java":
+        return "jvm"
+    if any(b"pyspark.daemon" in a or b"pyspark.worker" in a for a in argv):
+        return "python_workers"
+    return "python"
+
+
+def _tree_rss_kib(pid: int) -> dict[str, int]:
+    """RSS of a process and all its descendants (the driver's Python, its JVM and the Python
+    workers), by kind, from /proc."""
+    by_kind: dict[str, int] = {}
+    todo = [pid]
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -79,22 +92,26 @@ def _tree_rss_kib(pid: int) -> int:
         p = todo.pop()
         todo += children.get(p, [])
         try:
+            kind = _kind(p)
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+                    by_kind[kind] = by_kind.get(kind, 0) + int(line.split()[1])
         except OSError:
             pass
-    return total
+    return by_kind
 
 
-def measure(cmd: list[str], env: dict) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in KiB of the process tree sampled every 0.5 s, stdout)."""
+def measure(cmd: list[str], env: dict) -> tuple[float, dict[str, int], str]:
+    """(wall seconds, peak RSS in MiB of the process tree sampled every 0.5 s: "total" and the
+    peak of each kind of process, stdout)."""
     start = time.perf_counter()
     with open(os.devnull, "w") as devnull:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=devnull, text=True)
-        peak = 0
+        peak: dict[str, int] = {}
         while proc.poll() is None:
-            peak = max(peak, _tree_rss_kib(proc.pid))
+            sample = _tree_rss_kib(proc.pid)
+            for kind, kib in [("total", sum(sample.values())), *sample.items()]:
+                peak[kind] = max(peak.get(kind, 0), kib // 1024)
             time.sleep(0.5)
         out = proc.stdout.read()
     wall = time.perf_counter() - start
@@ -120,6 +137,10 @@ print(spark.read.parquet(out).count())
 '''
 
 
+def _rss(peak: dict[str, int]) -> dict:
+    return {"peak_rss_mib": peak.get("total"), "peak_rss_mib_by_process": {k: v for k, v in peak.items() if k != "total"}}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, nargs="+", default=[100_000])
@@ -135,7 +156,7 @@ def main(argv=None) -> None:
         land = landing(work / f"landing-{records}", records)
         wall, rss, out = measure([sys.executable, "-c", BASELINE, str(land / DAY), str(work / "baseline.parquet")], dict(os.environ))
         count = int(out.strip().splitlines()[-1])
-        print(json.dumps({"run": "baseline", "records": count, "seconds": round(wall, 1), "peak_rss_mib": rss and rss // 1024}), flush=True)
+        print(json.dumps({"run": "baseline", "records": count, "seconds": round(wall, 1), **_rss(rss)}), flush=True)
         for definitions in args.definitions:
             catalog = synthetic_catalog(work / f"catalog-{definitions}", definitions)
             warehouse = work / f"warehouse-{records}-{definitions}"
@@ -151,7 +172,7 @@ def main(argv=None) -> None:
             print(json.dumps({
                 "run": "catalake", "records": result["records"], "definitions": definitions,
                 "seconds": round(wall, 1), "first_run_seconds": first and round(first, 1),
-                "records_per_second": round(result["records"] / wall), "peak_rss_mib": rss and rss // 1024,
+                "records_per_second": round(result["records"] / wall), **_rss(rss),
                 "deadletter": result["deadletter"],
             }), flush=True)
 

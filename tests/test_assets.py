@@ -3,6 +3,8 @@
 import json
 import shutil
 
+import pytest
+
 from dagster import AssetKey, materialize
 
 from catalake.assets import message_catalog
@@ -55,12 +57,20 @@ def test_an_invalid_catalog_still_loads_the_code_location(tmp_path):
 def test_settings_from_environment(tmp_path):
     settings = Settings.from_env(
         {"CATALAKE_CATALOG": f"{tmp_path}/a.json:{tmp_path}/b", "CATALAKE_WAREHOUSE": str(tmp_path / "wh"),
-         "CATALAKE_SPARK_MASTER": "sc://spark:15002"}
+         "CATALAKE_SPARK_MASTER": "sc://spark:15002",
+         "CATALAKE_SPARK_CONF": " spark.driver.memory=4g\tspark.sql.shuffle.partitions=8 "}
     )
     assert settings.catalog == (tmp_path / "a.json", tmp_path / "b")
     assert settings.spark_master == "sc://spark:15002"
+    assert build_definitions(settings).resources["spark"].conf == {
+        "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"}
     assert Settings.from_env({}).catalog == (DEMO_CATALOG,)
     assert build_definitions(settings).resources["warehouse"].path == str(tmp_path / "wh")
+
+
+def test_a_malformed_spark_setting_is_named():
+    with pytest.raises(ValueError, match=r"CATALAKE_SPARK_CONF: 'driver.memory=4g' is not a spark.<key>=<value> pair"):
+        Settings.from_env({"CATALAKE_SPARK_CONF": "spark.ui.enabled=false driver.memory=4g"})
 
 
 def test_message_catalog_materializes(spark, tmp_path):

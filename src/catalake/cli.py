@@ -145,7 +145,7 @@ def _sql(args) -> int:
     from catalake.platform.storage import DeltaStore
 
     settings = Settings.from_env()
-    spark = build_session(settings.spark_master, app_name="catalake-sql")
+    spark = build_session(settings.spark_master, app_name="catalake-sql", conf=dict(settings.spark_conf))
     frame = sql(spark, DeltaStore(spark, settings.warehouse, settings.delta_backend), args.query)
     rows = frame.limit(args.limit).collect()
     print(text_table(frame.columns, [["" if v is None else v for v in row] for row in rows]))

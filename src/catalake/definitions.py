@@ -29,7 +29,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
         schedules=[build_daily_schedule(events_job)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
         resources={
-            "spark": SparkSessionResource(master=settings.spark_master),
+            "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
             "warehouse": Warehouse(path=str(settings.warehouse), delta_backend=settings.delta_backend),
             "catalog_source": CatalogSource(
                 paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]

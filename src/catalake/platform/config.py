@@ -25,6 +25,8 @@ class Settings:
     CATALAKE_LANDING    landing root with daily partition folders
     CATALAKE_WAREHOUSE  where Delta tables are written
     CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
+    CATALAKE_SPARK_CONF    Spark settings as 'key=value' pairs separated by spaces,
+                           e.g. 'spark.driver.memory=4g spark.sql.shuffle.partitions=8'
     CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
     CATALAKE_START_DATE    first daily partition (YYYY-MM-DD)
     CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
@@ -35,6 +37,7 @@ class Settings:
     landing: Path = DEMO_DIR / "landing"
     warehouse: Path = Path("warehouse")
     spark_master: str = "local[*]"
+    spark_conf: tuple[tuple[str, str], ...] = ()
     delta_backend: str = "auto"
     schema_roots: tuple[Path, ...] = ()
     start_date: str = "2026-11-01"
@@ -52,10 +55,22 @@ class Settings:
             landing=Path(env.get("CATALAKE_LANDING") or default.landing).expanduser(),
             warehouse=Path(env.get("CATALAKE_WAREHOUSE") or default.warehouse).expanduser().absolute(),
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
+            spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
             start_date=env.get("CATALAKE_START_DATE") or default.start_date,
         )
+
+
+def spark_conf(raw: str) -> tuple[tuple[str, str], ...]:
+    """`key=value` pairs separated by whitespace (Spark values such as memory sizes have no spaces)."""
+    pairs = []
+    for item in raw.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("spark.") or not value:
+            raise ValueError(f"CATALAKE_SPARK_CONF: {item!r} is not a spark.<key>=<value> pair")
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 def catalog_roots(paths) -> tuple[Path, ...]:
