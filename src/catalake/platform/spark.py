@@ -50,8 +50,9 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
         conf.setdefault("spark.ui.showConsoleProgress", "false")
         # A partition streams through the engine (scratch Parquet, no cache), so the heap need
         # not grow with the data. The JVM fills whatever heap it is given before collecting,
-        # so a larger cap only shows up as RSS that grows with the partition (measured in
-        # benchmarks/RESULTS.md, session 7: same wall time at 1g and 2g, 100k to 1M records).
+        # so a larger cap only shows up as RSS that grows with the partition. Measured in
+        # benchmarks/RESULTS.md (session 7): flat RSS from 100k to 1M records at 1g, for 3-5%
+        # more wall time than at 2g.
         conf.setdefault("spark.driver.memory", "1g")
         conf.setdefault("spark.sql.execution.arrow.pyspark.enabled", "true")
         if delta_jars_on_classpath(conf.get("spark.jars", "")):
