@@ -62,10 +62,10 @@ def test_settings_from_environment(tmp_path):
     )
     assert settings.catalog == (tmp_path / "a.json", tmp_path / "b")
     assert settings.spark_master == "sc://spark:15002"
-    assert build_definitions(settings).resources["spark"].conf == {
-        "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"}
     assert Settings.from_env({}).catalog == (DEMO_CATALOG,)
-    assert build_definitions(settings).resources["warehouse"].path == str(tmp_path / "wh")
+    configured = build_definitions(settings).resources
+    assert configured["warehouse"].path == str(tmp_path / "wh")
+    assert configured["spark"].conf == {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"}
 
 
 def test_a_malformed_spark_setting_is_named():
