@@ -343,7 +343,6 @@ class DeltaStore:
             if filesystem.get_file_info(base).type != pafs.FileType.NotFound:
                 filesystem.delete_dir(base)
 
-
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
         where a file has none)."""
