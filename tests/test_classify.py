@@ -14,10 +14,11 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, catalog_roots
 from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.landing import partition_files, read_records
+from catalake.platform.landing import Piece, partition_files, plan_tasks, read_piece
 from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.records import normalize
+from catalake.platform.protocols import BINDINGS
+from catalake.platform.records import MISSING, normalize
 
 from conftest import DEMO_CATALOG
 
@@ -75,7 +76,13 @@ def land_azure(shared_data, base):
 
 # -- the landing zone (landing-zone.md "Layout")
 
-def test_landing_layout(tmp_path, spark):
+def landed_records(files) -> dict:
+    """(file name, line) -> raw text of every record the files hold, as the executors read them."""
+    return {(piece.path.rsplit("/", 1)[-1], line): raw for task in plan_tasks(files, 2) for piece in task
+            for line, raw in read_piece(piece)}
+
+
+def test_landing_layout(tmp_path):
     root = tmp_path / "landing"
     land(root, DAY, {"a.jsonl": jsonl(ce("x"), "", ce("y")), "_SUCCESS": "", ".hidden.jsonl": jsonl(ce("z")),
                      "notes.txt": "hello", "b.jsonl.gz": jsonl(ce("g1"), ce("g2")),
@@ -84,7 +91,7 @@ def test_landing_layout(tmp_path, spark):
     land(root, DAY + dt.timedelta(days=1), {})
     files = partition_files(root, DAY)
     assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "batch.json", "one.json"]
-    rows = {(r.source_file.rsplit("/", 1)[-1], r.source_line): json.loads(r.raw)["type"] for r in read_records(spark, files).collect()}
+    rows = {key: json.loads(raw)["type"] for key, raw in landed_records(files).items()}
     assert rows == {("a.jsonl", 1): "x", ("a.jsonl", 3): "y", ("b.jsonl.gz", 1): "g1", ("b.jsonl.gz", 2): "g2",
                     ("batch.json", 1): "b1", ("batch.json", 2): "b2", ("batch.json", 3): "b3", ("one.json", 1): "single"}
     assert partition_files(root, dt.date(2030, 1, 1)) == []  # a missing folder is an empty partition
@@ -134,26 +141,45 @@ RECORDS = [
 ]
 
 
-def test_record_kinds_and_bindings(tmp_path, spark):
-    root = land(tmp_path / "landing", DAY, {"all.jsonl": jsonl(*[r[1] for r in RECORDS])})
-    rows = normalize(read_records(spark, partition_files(root, DAY))).orderBy("source_line").collect()
-    for (name, _, kind, protocol, attrs), row in zip(RECORDS, rows):
-        assert row.record_kind == kind, name
-        assert row.protocol == protocol, name
+def _normalized(record):
+    """The record as the classifier sees it: (kind, Record or None)."""
+    raw = record if isinstance(record, str) else json.dumps(record)
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError:
+        return "malformed_json", None
+    rec = normalize(obj)
+    return rec.kind, rec
+
+
+def _metadata(rec, name):
+    column = next(c for b in BINDINGS.values() for c in b.columns if c.name == name)
+    return rec.metadata(column)
+
+
+def test_record_kinds_and_bindings():
+    by_name = {}
+    for name, record, kind, protocol, attrs in RECORDS:
+        got, rec = _normalized(record)
+        assert got == kind, name
+        if rec is None:
+            continue
+        by_name[name] = rec
+        assert rec.protocol == protocol, name
         if attrs is None:
-            assert row.attrs is None, name
+            assert rec.attrs is None, name
         else:
-            assert {k: row.attrs.get(k) for k in attrs} == attrs, name
-    by_name = dict(zip([r[0] for r in RECORDS], rows))
-    assert by_name["kafka-binary"].pm.kafka_offset == 7 and by_name["kafka-binary"].pm.kafka_key == "k1"
-    assert by_name["kafka-binary"].pm.kafka_timestamp == dt.datetime(2026, 11, 20, 10, 9)
-    assert json.loads(by_name["kafka-binary"].data_v.toJson()) == {"a": 1}  # a JSON string holding JSON: decoded once
-    assert by_name["mqtt5"].fields["opt:topic_name"] == "dev/1" and by_name["mqtt5"].pm.mqtt_qos == 1
+            assert {k: rec.attrs.get(k) for k in attrs} == attrs, name
+    kafka = by_name["kafka-binary"]
+    assert _metadata(kafka, "kafka_offset") == 7 and _metadata(kafka, "kafka_key") == "k1"
+    assert _metadata(kafka, "kafka_timestamp") == dt.datetime(2026, 11, 20, 10, 9, tzinfo=dt.timezone.utc)
+    assert kafka.data == {"a": 1}  # a protocol payload: a JSON string holding JSON is decoded once
+    assert by_name["mqtt5"].fields["opt:topic_name"] == "dev/1" and _metadata(by_name["mqtt5"], "mqtt_qos") == 1
     assert by_name["http"].fields["opt:method"] == "POST" and by_name["http"].fields["opt:query.x"] == "1"
     assert by_name["amqp"].address == "queue1" and by_name["nats"].address == "orders.created"
-    assert by_name["base64"].data_b64 == "AAEC"
+    assert by_name["base64"].data_b64 == "AAEC" and by_name["base64"].data is MISSING
     # a payload keeps its JSON kind: the text "5" is not the number 5
-    assert by_name["kafka-text-payload"].data_v.toJson() == '"5"' and by_name["kafka-number-payload"].data_v.toJson() == "5"
+    assert by_name["kafka-text-payload"].data == "5" and by_name["kafka-number-payload"].data == 5
 
 
 # -- matching rules (xRegistry message spec, "Property Definitions: value", RFC 6570 level 1)
@@ -307,11 +333,8 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     store = DeltaStore(spark, tmp_path / "warehouse")
     sync_message_tables(store, tables)
     landing = DEMO_DIR / "landing"
-    pruning = spark.conf.get("spark.sql.optimizer.dynamicPartitionPruning.enabled")
     first = classify_partition(spark, store, catalog, tables, landing, DAY)
-    # the run's own session settings are put back (the Dagster run shares the session)
-    assert spark.conf.get("spark.sql.optimizer.dynamicPartitionPruning.enabled") == pruning
-    # the intermediate rows were spilled to the warehouse's scratch folders, gone afterwards
+    # nothing but the tables in the warehouse
     assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["deadletter", "messages"]
     assert first.records == 59
     assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}
@@ -462,8 +485,8 @@ def test_github_webhooks_as_cloudevents_classify(spark, tmp_path, shared_data):
     assert release.data.action == "published" and release.data.sender.login
 
 
-def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(spark, tmp_path):
-    """landing-zone.md: `source_line` is the record's line in its file, however Spark splits it."""
+def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(tmp_path):
+    """landing-zone.md: `source_line` is the record's line in its file, however the day is cut into tasks."""
     lines = []
     for i in range(1, 401):
         lines.append("" if i % 37 == 0 else json.dumps({"n": i, "pad": "x" * (i % 50)}))
@@ -471,16 +494,16 @@ def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(spark
     path.write_bytes(("\r\n".join(lines[:200]) + "\n" + "\n".join(lines[200:]) + "\n").encode())
     other = tmp_path / "small.jsonl.gz"
     other.write_bytes(gzip.compress(b'{"n": 1}\n\n{"n": 3}\n'))
-    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "2k")  # a dozen splits of big.jsonl
-    try:
-        records = read_records(spark, [path, other])
-        splits = records.select(F.expr("input_file_block_start()")).distinct().count()
-        rows = records.collect()
-    finally:
-        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
-    got = {(r.source_file.rsplit("/", 1)[1], r.source_line): json.loads(r.raw)["n"] for r in rows}
+    tasks = plan_tasks([path, other], 2, target=2048)  # a dozen pieces of big.jsonl
+    pieces = [p for task in tasks for p in task]
+    assert len([p for p in pieces if p.path == str(path)]) > 5
+    got = {}
+    for piece in pieces:
+        for line, raw in read_piece(piece):
+            key = (piece.path.rsplit("/", 1)[1], line)
+            assert key not in got  # every line once
+            got[key] = json.loads(raw)["n"]
     expected = {("big.jsonl", i): i for i in range(1, 401) if i % 37}
     expected.update({("small.jsonl.gz", 1): 1, ("small.jsonl.gz", 3): 3})
     assert got == expected  # every line once, at its number; blank lines skipped, CRLF stripped
-    assert splits > 5
+    assert [p for p in pieces if p.path == str(other)] == [Piece(str(other))]  # gzip: one piece

@@ -7,7 +7,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from catalake.platform.storage import DeltaStore, StorageError, native_delta_available
+from catalake.platform.storage import DeltaStore, PartFiles, StorageError, arrow_schema, native_delta_available
 
 SCHEMA = StructType(
     [
@@ -91,54 +91,63 @@ def test_overwrite_partition_refuses_rows_of_other_partitions(spark, store):
     assert store.version("events") == 1  # nothing was committed
 
 
-def test_overwrite_partitions_routes_each_row_to_its_table(spark, store):
-    from pyspark.sql import functions as F
+def _part_files(store, run, tables: dict[str, list[list]], attempt: int = 0) -> PartFiles:
+    """Files written as an executor's task attempt writes them: rows per table of DAY1."""
+    import pyarrow as pa
 
+    sink = PartFiles(store.root, DAY1, f"{run}-0.{attempt}")
+    schema = arrow_schema(SCHEMA, exclude=("event_date",))
+    for name, values in tables.items():
+        sink.write(name, pa.Table.from_pylist([dict(zip(schema.names, v)) for v in values], schema=schema))
+    return sink
+
+
+def test_executor_files_are_committed_per_table_replacing_the_partition(spark, store):
     store.create("evens", SCHEMA, partition_by=["event_date"])
     store.create("odds", SCHEMA, partition_by=["event_date"])
     store.append("odds", rows(spark, DAY2, 2, prefix="keep"))
     store.append("odds", rows(spark, DAY1, 4, prefix="old"))
-    day = rows(spark, DAY1, 7)
-    row = F.struct(*[F.col(c) for c in SCHEMA.fieldNames()])
-    routed = day.select(
-        F.when(F.col("n") % 2 == 0, row).alias("even"), F.when(F.col("n") % 2 == 1, row).alias("odd")
-    )
-    store.overwrite_partitions(routed, {"even": "evens", "odd": "odds"}, "event_date", DAY1)
+    ts = dt.datetime(2026, 11, 20, 1, 2, 3, tzinfo=dt.timezone.utc)
+    sink = _part_files(store, "run1", {"evens": [[f"r{n}", n, ts] for n in (0, 2, 4, 6)],
+                                       "odds": [[f"r{n}", n, ts] for n in (1, 3, 5)]})
+    # written but not committed: no reader sees them
+    assert counts_by_day(store, "odds") == {DAY1: 4, DAY2: 2} and store.read("evens").count() == 0
+    for name, files in sink.files.items():
+        store.commit_partition(name, files, "event_date", DAY1)
     assert sorted(r["n"] for r in store.read("evens").collect()) == [0, 2, 4, 6]
     assert counts_by_day(store, "odds") == {DAY1: 3, DAY2: 2}  # the day replaced, the other kept
-    assert [h["operation"] for h in store.history("evens")][:1] == ["WRITE"]
+    assert store.history("evens")[0]["operationParameters"]["mode"] == "Overwrite"
     # row counts come from the Delta log and agree with Spark
     assert store.partition_rows("evens", "event_date", DAY1) == 4
     assert store.partition_rows("odds", "event_date", DAY1) == 3
-    assert store.partition_rows("odds", "event_date", DAY2) == 2
-    # the staging folders are gone: every file in the table folder is in the log or the log itself
-    logged = {u.rsplit("/odds/", 1)[1] for u in DeltaTable(store.path("odds")).file_uris()}
-    on_disk = {str(p.relative_to(store.path("odds"))) for p in Path(store.path("odds")).rglob("*.parquet")}
-    assert logged <= on_disk and not any(".staging-" in f for f in on_disk)
+    assert DeltaTable(store.path("evens")).to_pyarrow_table().column("ts").to_pylist()[0] == ts
+    # committing no files empties the partition
+    store.commit_partition("evens", [], "event_date", DAY1)
+    assert store.read("evens").count() == 0
 
 
-def test_overwrite_partitions_writes_every_routed_table(spark, store):
-    from pyspark.sql import functions as F
-
-    names = [f"bucket{i}" for i in range(6)]
-    for name in names:
-        store.create(name, SCHEMA, partition_by=["event_date"])
-    row = F.struct(*[F.col(c) for c in SCHEMA.fieldNames()])
-    routed = rows(spark, DAY1, 30).select(*[F.when(F.col("n") % 6 == i, row).alias(f"b{i}") for i in range(6)])
-    store.overwrite_partitions(routed, {f"b{i}": name for i, name in enumerate(names)}, "event_date", DAY1)
-    for i, name in enumerate(names):
-        assert sorted(r["n"] for r in store.read(name).collect()) == list(range(i, 30, 6))
-        assert len(store.history(name)) == 2  # created, then one write
-
-
-def test_overwrite_partitions_refuses_rows_that_are_not_the_tables(spark, store):
-    from pyspark.sql import functions as F
-
+def test_uncommitted_files_of_a_run_are_removed_and_others_kept(spark, store):
     store.create("events", SCHEMA, partition_by=["event_date"])
-    routed = rows(spark, DAY1, 2).select(F.struct("id", "n").alias("t"))
-    with pytest.raises(StorageError, match="are not the table's"):
-        store.overwrite_partitions(routed, {"t": "events"}, "event_date", DAY1)
-    assert store.version("events") == 0
+    ts = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
+    kept = _part_files(store, "run1", {"events": [["a", 1, ts]]})
+    store.commit_partition("events", kept.files["events"], "event_date", DAY1)
+    _part_files(store, "run1", {"events": [["b", 2, ts]]}, attempt=1)  # a duplicate attempt, never committed
+    other = _part_files(store, "run2", {"events": [["c", 3, ts]]})  # another run, still writing
+    store.remove_uncommitted("run1", DAY1, ["events", "no_such_table"])
+    folder = Path(store.path("events")) / "event_date=2026-11-20"
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 2 and names[1].startswith("part-run2-")  # run1's committed file and run2's
+    assert [r["id"] for r in store.read("events").collect()] == ["a"]
+    assert other.files["events"][0][0].endswith(names[1])
+
+
+def test_a_commit_that_fails_removes_its_files(spark, store):
+    store.create("events", StructType(SCHEMA.fields[:2]))  # not partitioned by day
+    ts = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
+    sink = _part_files(store, "run1", {"events": [["a", 1, ts]]})
+    with pytest.raises(StorageError, match="not a partition column"):
+        store.commit_partition("events", sink.files["events"], "event_date", DAY1)
+    assert not list((Path(store.path("events")) / "event_date=2026-11-20").iterdir())
 
 
 def test_overwrite_replaces_everything(spark, store):

@@ -19,14 +19,24 @@ def expectation_check_spec(key: AssetKey, suite: str) -> AssetCheckSpec:
     )
 
 
+def _example(example) -> str:
+    """An unexpected value, with where it was landed when the classification pass found it."""
+    if isinstance(example, dict):
+        return f"{example['value']} ({example['source_file'].rsplit('/', 1)[-1]}:{example['source_line']})"
+    return str(example)
+
+
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:
-    """One check result per suite: failed ERROR expectations -> failed, severity ERROR (blocking);
-    only WARN ones failed -> failed, severity WARN; per-expectation results in the metadata."""
+    """One check result per suite, per-expectation results in the metadata. Failed ERROR
+    expectations on stored rows -> failed, severity ERROR (blocking). From the classification
+    pass, the records that broke an ERROR expectation were dead-lettered and the table meets its
+    suite: failed, severity WARN, with the records dropped. Only WARN ones failed -> WARN."""
     rows = [
-        [o.type.removeprefix("expect_"), o.column or "", o.severity, "pass" if o.success else "FAIL",
+        [o.id or "", o.type.removeprefix("expect_"), o.severity, "pass" if o.success else "FAIL",
+         "" if o.evaluated is None else o.evaluated,
          "" if o.unexpected_count is None else o.unexpected_count,
          "" if o.unexpected_percent is None else f"{o.unexpected_percent:.2f}",
-         ", ".join(map(str, o.examples)) or (o.error or "")]
+         ", ".join(map(_example, o.examples)) or (o.error or "")]
         for o in sorted(outcome.outcomes, key=lambda o: o.success)[:SHOWN]
     ]
     metadata = {
@@ -35,15 +45,21 @@ def check_result(key: AssetKey, outcome) -> AssetCheckResult:
         "failed_error": len(outcome.errors),
         "failed_warn": len(outcome.warnings),
         "results": MetadataValue.md(markdown_table(
-            ["expectation", "column", "severity", "result", "unexpected", "unexpected %", "examples"], rows)),
+            ["expectation", "type", "severity", "result", "evaluated", "unexpected", "unexpected %", "examples"], rows)),
         "details": MetadataValue.json([o.as_json() for o in outcome.outcomes]),
     }
+    if outcome.dropped is not None:
+        metadata["records_matched"] = outcome.rows
+        metadata["records_dropped"] = outcome.dropped
     if outcome.docs is not None:
         metadata["data_docs"] = MetadataValue.path(str(outcome.docs))
+    stored_rows_fail = outcome.errors and outcome.dropped is None
     return AssetCheckResult(
         asset_key=key,
         check_name=CHECK_NAME,
         passed=outcome.success,
-        severity=AssetCheckSeverity.ERROR if outcome.errors or outcome.success else AssetCheckSeverity.WARN,
+        severity=AssetCheckSeverity.ERROR if stored_rows_fail or outcome.success else AssetCheckSeverity.WARN,
         metadata=metadata,
+        description=(f"{outcome.dropped} of {outcome.rows} matched record(s) broke an ERROR expectation and were "
+                     "dead-lettered; the stored rows meet the suite") if outcome.dropped else None,
     )

@@ -77,9 +77,12 @@ def build_events_asset(settings: Settings):
         warehouse: Warehouse,
     ):
         """Reads one day of landed events, classifies every record against the catalog's message
-        definitions, and overwrites that day in each per-message table and in `deadletter`; then
-        validates each written partition against its definition's expectation suite. A table the
-        day does not feed (and never fed) is left alone: no materialization for that partition."""
+        definitions, and overwrites that day in each per-message table and in `deadletter`, in
+        one Spark job whatever the number of tables. The same pass evaluates every definition's
+        expectation suite on the records it matched: each table's `expectations` check shows,
+        per expectation, the records evaluated, the unexpected ones (dead-lettered for an ERROR
+        expectation) and examples with their file and line; the GX data docs show the same
+        results per day. A table the day does not feed (and never fed) is left alone."""
         day = dt.date.fromisoformat(context.partition_key)
         try:
             catalog = catalog_source.load()
@@ -110,7 +113,7 @@ def build_events_asset(settings: Settings):
                     "delta_version": store.version(table.name),
                 },
             )
-        yield from validate_partitions(context, store, warehouse, written, key_of, result, day)
+        yield from quality_checks(context, warehouse, written, key_of, result)
         if DEADLETTER_KEY in selected:
             rows = sum(result.deadletter.values())
             yield MaterializeResult(
@@ -141,21 +144,22 @@ def build_events_asset(settings: Settings):
     return classify_events
 
 
-def validate_partitions(context, store, warehouse: Warehouse, tables, key_of, result, day: dt.date):
-    """The `expectations` check of every written table: its partition against its suite, with one
-    data docs rebuild at the end. An empty partition passes without starting GX."""
-    from catalake.platform.expectations import build_suite
-    from catalake.platform.validation import SuiteOutcome
+def quality_checks(context, warehouse: Warehouse, tables, key_of, result):
+    """The `expectations` check of every written table, from the classification pass's results
+    (no data read again), and the same results stored in the GX context with one data docs
+    rebuild of their pages."""
+    from catalake.platform.validation import SuiteOutcome, pass_outcome
 
-    written = [t for t in tables if result.tables.get(t.message.xid, 0)]
-    validator = warehouse.validator() if written else None
-    outcomes = {}
-    for table in written:
-        partition = store.read(table.name).where(f"{PARTITION_COLUMN} = DATE'{day.isoformat()}'")
-        outcomes[table.name] = validator.validate(partition, build_suite(table))
-        context.log.info(f"{table.name}: {len(outcomes[table.name].errors)} ERROR, {len(outcomes[table.name].warnings)} WARN failures")
-    if validator is not None:
-        validator.build_docs()
+    fed = [t for t in tables if t.name in result.quality]
+    validator = warehouse.validator() if fed else None
+    keys = []
+    for table in fed:
+        quality = result.quality[table.name]
+        keys.append(validator.store_pass_results(table.name, table.message.table_name, result.partition, context.run_id,
+                                                 quality.results, quality.types))
+    docs = validator.build_docs(keys) if validator is not None else None
     for table in tables:
-        outcome = outcomes.get(table.name) or SuiteOutcome(table.message.table_name, 0, [])
+        quality = result.quality.get(table.name)
+        outcome = (pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected, docs) if quality
+                   else SuiteOutcome(table.message.table_name, 0, []))
         yield check_result(key_of[table.name], outcome)

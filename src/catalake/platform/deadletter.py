@@ -16,6 +16,8 @@ REASONS = {
     "ambiguous": "several definitions match and the payload does not single one out",
     "schema_violation": "the one matching definition's data schema rejects the payload",
     "malformed_payload": "the payload cannot be decoded (invalid base64 or Avro binary)",
+    "record_too_large": "the record is longer than the size limit (its first bytes are kept)",
+    "corrupt_file": "a compressed file breaks off; the records before the break are read",
 }
 
 
@@ -36,4 +38,7 @@ SCHEMA = StructType([
     _c("raw", StringType(), True, "The record as landed."),
     _c("ingested_at", TimestampType(), False, "When the partition run that wrote the row started."),
     _c("event_date", DateType(), False, "Landing partition (day) the record came from."),
+    _c("expectations", ArrayType(StringType(), False), True,
+       "For schema_violation: the rules the record broke, as `<column>:<rule>` (the expectation ids of its suite, "
+       "and `<path>:type` for a value of the wrong kind)."),
 ])

@@ -1,25 +1,33 @@
-"""One Great Expectations (1.x) suite per message definition, generated from the catalog.
+"""One expectation suite per message definition, generated from the catalog: the one source of
+truth for the Great Expectations (1.x) suites and for the classifier's checks (quality.py).
 
 A pure function of the definition's table (catalog declarations + derived schema with its
-`catalake.required` / `catalake.check` column metadata); one named function per rule. Every
-expectation carries in `meta` the catalog rule it comes from (`rule`, `source`) and a
-`severity`: ERROR for what the catalog requires (GX severity critical), WARN for what it only
-describes (JSON Schema `format` is an annotation unless a validator opts in; GX warning).
+`catalake.required` / `catalake.check` column metadata); one named function per rule. Each rule
+yields plain `Expectation`s: a GX expectation type and kwargs, where the value lives in a table
+row (`path`, `measure`), the optional parents that must be present (`guard`, GX's row
+condition), and the catalog rule it comes from (`rule`, `source`) with a `severity`: ERROR for
+what the catalog requires (GX severity critical), WARN for what it only describes (JSON Schema
+`format` is an annotation unless a validator opts in; GX warning). `build_suite` turns them into
+a GX suite; quality.py evaluates the same objects on every classified record, so a suite and the
+check the classifier runs cannot drift apart.
 
 Columns are addressed by their path (`data.fare.amount`); GX's Spark engine resolves nested
 fields. Array sizes (`minItems`/`maxItems`) are checked on derived columns (`size(data.stops)`)
 that the suite lists in `meta["catalake.derived_columns"]` and validation adds to the frame.
-Constraints inside arrays and maps are per element and stay with the classifier's checks
-(payload.py), which dead-letter the record instead.
+Constraints inside arrays and maps are per element: they are no column expectation and stay with
+the payload typing (payload.py), which dead-letters the record instead.
 
 Suites are serialized with GX's own `to_json_dict()`, without the random ids GX assigns and
-with sorted keys, so a definition that did not change gives a byte-identical file.
+with sorted keys, so a definition that did not change gives a byte-identical file. GX itself
+is imported only where a suite is built (it takes seconds to import; the classifier's workers
+never need it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -30,22 +38,87 @@ from .message_table import CORE_ATTRIBUTES, MessageTable
 from .payload import FORMATS
 from .sql import ident
 
-os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no usage reporting to the network
-
-import great_expectations as gx  # noqa: E402
-import great_expectations.expectations as gxe  # noqa: E402
-from great_expectations.expectations.metadata_types import FailureSeverity  # noqa: E402
-
 ERROR, WARN = "ERROR", "WARN"
-GX_SEVERITY = {ERROR: FailureSeverity.CRITICAL, WARN: FailureSeverity.WARNING}
 DERIVED = "catalake.derived_columns"
 # GX names of the Spark column types behind declared CloudEvents attribute types
 SPARK_TYPE_NAMES = {"boolean": "BooleanType", "integer": "IntegerType", "binary": "BinaryType", "timestamp": "TimestampType"}
 PAYLOAD_TYPE_FORMATS = {"date-time": "TimestampType", "date": "DateType"}
 
+FieldPath = tuple[str, ...]
 
-def _expect(cls, severity: str, rule: str, source: str, **kwargs) -> gxe.Expectation:
-    return cls(**kwargs, severity=GX_SEVERITY[severity], meta={"rule": rule, "source": source, "severity": severity})
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expectation of a suite, as plain data."""
+
+    type: str  # GX expectation type, e.g. expect_column_values_to_be_between
+    column: str  # as GX addresses it: `data.fare.amount`, `size(data.stops)`, `source`
+    kwargs: dict  # the other GX kwargs (value_set, min_value, regex, ...)
+    rule: str
+    source: str
+    severity: str
+    key: str  # what the check is about: `data.fare.amount`, `source`
+    path: FieldPath  # where the value is in a table row
+    guard: tuple[FieldPath, ...] = ()  # optional parents that must be present (the row condition)
+    measure: str | None = None  # "size": the expectation is about the array's size
+
+    @property
+    def id(self) -> str:
+        """Stable and readable: `<column>:<keyword>`, e.g. `data.fare.amount:range`."""
+        return f"{self.key}:{self.rule.split()[-1]}"
+
+    @property
+    def meta(self) -> dict:
+        return {"id": self.id, "rule": self.rule, "source": self.source, "severity": self.severity}
+
+    @property
+    def row_condition(self) -> str | None:
+        return " AND ".join(f"{_sql(p)} IS NOT NULL" for p in self.guard) or None
+
+    def gx_kwargs(self) -> dict:
+        kwargs = {"column": self.column, **self.kwargs}
+        if self.guard:
+            kwargs.update(row_condition=self.row_condition, condition_parser="spark")
+        return kwargs
+
+    def to_gx(self):
+        """The GX expectation object."""
+        import_gx()
+        from great_expectations.expectations.registry import get_expectation_impl
+
+        cls = get_expectation_impl(self.type)
+        return cls(**self.gx_kwargs(), severity=_gx_severity(self.severity), meta=self.meta)
+
+
+def _sql(path: FieldPath) -> str:
+    return ".".join(ident(p) for p in path)
+
+
+def import_gx():
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no usage reporting to the network
+    import great_expectations as gx
+
+    return gx
+
+
+def _gx_severity(severity: str):
+    from great_expectations.expectations.metadata_types import FailureSeverity
+
+    return FailureSeverity.CRITICAL if severity == ERROR else FailureSeverity.WARNING
+
+
+def _expect(expectation_type: str, severity: str, rule: str, source: str, column: str, path: FieldPath | None = None,
+            guard: tuple[FieldPath, ...] = (), measure: str | None = None, **kwargs) -> Expectation:
+    path = path if path is not None else (column,)
+    return Expectation(expectation_type, column, kwargs, rule, source, severity, ".".join(path), path, guard, measure)
+
+
+NOT_NULL = "expect_column_values_to_not_be_null"
+IN_SET = "expect_column_values_to_be_in_set"
+MATCH_REGEX = "expect_column_values_to_match_regex"
+OF_TYPE = "expect_column_values_to_be_of_type"
+BETWEEN = "expect_column_values_to_be_between"
+LENGTHS_BETWEEN = "expect_column_value_lengths_to_be_between"
 
 
 # --- CloudEvents attribute rules (xRegistry message spec, "metadata" of a message definition)
@@ -58,7 +131,7 @@ def _declarations(table: MessageTable) -> Iterator[tuple[str, dict]]:
             yield name, decl
 
 
-def rule_required_attributes(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_required_attributes(table: MessageTable) -> Iterator[Expectation]:
     """CloudEvents `id`, `source`, `type`, `specversion` always, and every attribute declared
     `required: true`, are not null (a `dataschema` naming the catalog's registry entry excepted,
     as in the matcher: producers do not send it)."""
@@ -68,32 +141,30 @@ def rule_required_attributes(table: MessageTable) -> Iterator[gxe.Expectation]:
         always = CORE_ATTRIBUTES.get(name, ("", False))[1]
         if always or declared.get(name, {}).get("required"):
             source = "CloudEvents 1.0 required attribute" if always else f"attributes.{name}.required"
-            yield _expect(gxe.ExpectColumnValuesToNotBeNull, ERROR, "required attribute", source, column=name)
+            yield _expect(NOT_NULL, ERROR, "attribute required", source, column=name)
 
 
-def rule_attribute_values(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_attribute_values(table: MessageTable) -> Iterator[Expectation]:
     """An attribute declared with a constant `value` holds exactly that value. Timestamp values
     are creation-time defaults, not constraints (as in the matcher)."""
     for name, decl in _declarations(table):
         value, kind = decl.get("value"), str(decl.get("type") or "string").lower()
         if value is None or kind in ("timestamp", "uritemplate") or "{" in str(value):
             continue
-        yield _expect(gxe.ExpectColumnValuesToBeInSet, ERROR, "attribute value", f"attributes.{name}.value",
-                      column=name, value_set=[value])
+        yield _expect(IN_SET, ERROR, "attribute value", f"attributes.{name}.value", column=name, value_set=[value])
 
 
-def rule_uritemplates(table: MessageTable, strict: bool = False) -> Iterator[gxe.Expectation]:
+def rule_uritemplates(table: MessageTable, strict: bool = False) -> Iterator[Expectation]:
     """An attribute whose `value` is a URI template matches it, placeholders as wildcards (the
     matcher's regex: loose by default, strict on request)."""
     for name, decl in _declarations(table):
         value = decl.get("value")
         if isinstance(value, str) and "{" in value:
             regex, _ = template_regex(value, strict)
-            yield _expect(gxe.ExpectColumnValuesToMatchRegex, ERROR, "attribute uritemplate", f"attributes.{name}.value",
-                          column=name, regex=regex)
+            yield _expect(MATCH_REGEX, ERROR, "attribute uritemplate", f"attributes.{name}.value", column=name, regex=regex)
 
 
-def rule_attribute_types(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_attribute_types(table: MessageTable) -> Iterator[Expectation]:
     """Declared attribute types hold: typed columns (timestamp, integer, boolean, binary) are of
     that Spark type, so every value parsed; `uri` values are absolute URIs."""
     columns = table.schema.fieldNames()
@@ -103,76 +174,65 @@ def rule_attribute_types(table: MessageTable) -> Iterator[gxe.Expectation]:
         kind = str(decl.get("type") or "string").lower()
         source = f"attributes.{name}.type" if "type" in declared.get(name, {}) else "CloudEvents 1.0 attribute type"
         if kind in SPARK_TYPE_NAMES:
-            yield _expect(gxe.ExpectColumnValuesToBeOfType, ERROR, "attribute type", source,
-                          column=name, type_=SPARK_TYPE_NAMES[kind])
+            yield _expect(OF_TYPE, ERROR, "attribute type", source, column=name, type_=SPARK_TYPE_NAMES[kind])
         elif kind == "uri":
-            yield _expect(gxe.ExpectColumnValuesToMatchRegex, ERROR, "attribute type", source,
-                          column=name, regex=FORMATS["uri"])
+            yield _expect(MATCH_REGEX, ERROR, "attribute type", source, column=name, regex=FORMATS["uri"])
 
 
 # --- payload rules (the data schema, through the derived column metadata)
 
-def payload_fields(dtype: DataType, path: str, guard: str | None) -> Iterator[tuple[str, StructField, str | None]]:
-    """(column path, field, row condition) for every field reachable through structs; the
-    condition is set when an optional parent may be null (a missing parent is not a missing
-    child)."""
+def payload_fields(dtype: DataType, path: FieldPath, guard: tuple[FieldPath, ...]) -> Iterator[tuple[FieldPath, StructField, tuple[FieldPath, ...]]]:
+    """(path, field, optional parents) for every field reachable through structs; the parents
+    are those that may be null (a missing parent is not a missing child)."""
     if not isinstance(dtype, StructType):
         return
-    for field in dtype.fields:
-        child = f"{path}.{field.name}"
-        yield child, field, guard
-        nested_guard = guard if field.metadata.get("catalake.required") else _and(guard, f"{_sql(child)} IS NOT NULL")
-        yield from payload_fields(field.dataType, child, nested_guard)
+    for f in dtype.fields:
+        child = (*path, f.name)
+        yield child, f, guard
+        nested = guard if f.metadata.get("catalake.required") else (*guard, child)
+        yield from payload_fields(f.dataType, child, nested)
 
 
-def _sql(path: str) -> str:
-    return ".".join(ident(p) for p in path.split("."))
-
-
-def _and(a: str | None, b: str) -> str:
-    return b if a is None else f"{a} AND {b}"
-
-
-def _payload(table: MessageTable) -> Iterator[tuple[str, StructField, str | None, dict]]:
+def _payload(table: MessageTable) -> Iterator[tuple[FieldPath, StructField, tuple[FieldPath, ...], dict]]:
     data = table.schema["data"] if "data" in table.schema.fieldNames() else None
     if data is None or not isinstance(data.dataType, StructType):
         return
-    top = None if data.metadata.get("catalake.required") else "data IS NOT NULL"
-    for path, field, guard in payload_fields(data.dataType, "data", top):
-        yield path, field, guard, field.metadata.get("catalake.check") or {}
+    top = () if data.metadata.get("catalake.required") else (("data",),)
+    for path, f, guard in payload_fields(data.dataType, ("data",), top):
+        yield path, f, guard, f.metadata.get("catalake.check") or {}
 
 
-def _conditioned(guard: str | None) -> dict:
-    return {"row_condition": guard, "condition_parser": "spark"} if guard else {}
-
-
-def _source(table: MessageTable, path: str, keyword: str) -> str:
+def _source(table: MessageTable, path: FieldPath, keyword: str) -> str:
     where = table.data_schema.reference if table.data_schema and table.data_schema.reference else "inline data schema"
-    return f"{where}: {path.removeprefix('data.')} {keyword}"
+    return f"{where}: {'.'.join(path[1:]) or 'data'} {keyword}"
 
 
-def rule_payload_required(table: MessageTable) -> Iterator[gxe.Expectation]:
+def _column(path: FieldPath) -> str:
+    return ".".join(path)
+
+
+def rule_payload_required(table: MessageTable) -> Iterator[Expectation]:
     """Required payload fields (JSON Schema `required`, non-optional Avro/Protobuf fields) are not
     null wherever their parent object is present."""
     data = table.schema["data"] if "data" in table.schema.fieldNames() else None
     if data is not None and data.metadata.get("catalake.required"):
-        yield _expect(gxe.ExpectColumnValuesToNotBeNull, ERROR, "payload required", _source(table, "data", "required"), column="data")
-    for path, field, guard, _ in _payload(table):
-        if field.metadata.get("catalake.required"):
-            yield _expect(gxe.ExpectColumnValuesToNotBeNull, ERROR, "payload required", _source(table, path, "required"),
-                          column=path, **_conditioned(guard))
+        yield _expect(NOT_NULL, ERROR, "payload required", _source(table, ("data",), "required"), column="data")
+    for path, f, guard, _ in _payload(table):
+        if f.metadata.get("catalake.required"):
+            yield _expect(NOT_NULL, ERROR, "payload required", _source(table, path, "required"),
+                          column=_column(path), path=path, guard=guard)
 
 
-def rule_payload_enum(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_enum(table: MessageTable) -> Iterator[Expectation]:
     """`enum` / `const` (JSON Schema) and Avro enum symbols: values in the set."""
     for path, _, _, check in _payload(table):
         values = check.get("enum") if "enum" in check else ([check["const"]] if "const" in check else None)
         if values is not None:
-            yield _expect(gxe.ExpectColumnValuesToBeInSet, ERROR, "payload enum", _source(table, path, "enum" if "enum" in check else "const"),
-                          column=path, value_set=[v for v in values if v is not None])
+            yield _expect(IN_SET, ERROR, "payload enum", _source(table, path, "enum" if "enum" in check else "const"),
+                          column=_column(path), path=path, value_set=[v for v in values if v is not None])
 
 
-def rule_payload_range(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_range(table: MessageTable) -> Iterator[Expectation]:
     """`minimum` / `maximum` and their exclusive forms: values between."""
     for path, _, _, check in _payload(table):
         bounds = {}
@@ -184,45 +244,45 @@ def rule_payload_range(table: MessageTable) -> Iterator[gxe.Expectation]:
             bounds.update(max_value=check["exclusiveMaximum"] if exclusive else check["maximum"], strict_max=exclusive)
         if bounds:
             keywords = "/".join(k for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") if k in check)
-            yield _expect(gxe.ExpectColumnValuesToBeBetween, ERROR, "payload range", _source(table, path, keywords),
-                          column=path, **bounds)
+            yield _expect(BETWEEN, ERROR, "payload range", _source(table, path, keywords), column=_column(path), path=path, **bounds)
 
 
-def rule_payload_length(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_length(table: MessageTable) -> Iterator[Expectation]:
     """`minLength` / `maxLength`: string lengths between."""
     for path, _, _, check in _payload(table):
         if "minLength" in check or "maxLength" in check:
-            yield _expect(gxe.ExpectColumnValueLengthsToBeBetween, ERROR, "payload length", _source(table, path, "minLength/maxLength"),
-                          column=path, min_value=check.get("minLength"), max_value=check.get("maxLength"))
+            yield _expect(LENGTHS_BETWEEN, ERROR, "payload length", _source(table, path, "minLength/maxLength"),
+                          column=_column(path), path=path, min_value=check.get("minLength"), max_value=check.get("maxLength"))
 
 
-def rule_payload_pattern(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_pattern(table: MessageTable) -> Iterator[Expectation]:
     """`pattern`: values match the regex (JSON Schema patterns are unanchored searches)."""
     for path, _, _, check in _payload(table):
         if "pattern" in check:
-            yield _expect(gxe.ExpectColumnValuesToMatchRegex, ERROR, "payload pattern", _source(table, path, "pattern"),
-                          column=path, regex=check["pattern"])
+            yield _expect(MATCH_REGEX, ERROR, "payload pattern", _source(table, path, "pattern"),
+                          column=_column(path), path=path, regex=check["pattern"])
 
 
-def rule_payload_format(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_format(table: MessageTable) -> Iterator[Expectation]:
     """`format`: uuid, email, uri (and hostname, ipv4) by regex; date-time and date are typed
     columns, so they parsed when they are of that type. A description, not a requirement: WARN."""
-    for path, field, _, check in _payload(table):
+    for path, f, _, check in _payload(table):
         fmt = check.get("format")
         if fmt in FORMATS:
-            yield _expect(gxe.ExpectColumnValuesToMatchRegex, WARN, "payload format", _source(table, path, f"format {fmt}"),
-                          column=path, regex=FORMATS[fmt])
+            yield _expect(MATCH_REGEX, WARN, "payload format", _source(table, path, f"format {fmt}"),
+                          column=_column(path), path=path, regex=FORMATS[fmt])
         elif fmt in PAYLOAD_TYPE_FORMATS:
-            yield _expect(gxe.ExpectColumnValuesToBeOfType, WARN, "payload format", _source(table, path, f"format {fmt}"),
-                          column=path, type_=PAYLOAD_TYPE_FORMATS[fmt])
+            yield _expect(OF_TYPE, WARN, "payload format", _source(table, path, f"format {fmt}"),
+                          column=_column(path), path=path, type_=PAYLOAD_TYPE_FORMATS[fmt])
 
 
-def rule_payload_items(table: MessageTable) -> Iterator[gxe.Expectation]:
+def rule_payload_items(table: MessageTable) -> Iterator[Expectation]:
     """`minItems` / `maxItems`: the array's size (a derived column) between."""
-    for path, field, _, check in _payload(table):
-        if isinstance(field.dataType, ArrayType) and ("minItems" in check or "maxItems" in check):
-            yield _expect(gxe.ExpectColumnValuesToBeBetween, ERROR, "payload items", _source(table, path, "minItems/maxItems"),
-                          column=size_column(path), min_value=check.get("minItems"), max_value=check.get("maxItems"))
+    for path, f, _, check in _payload(table):
+        if isinstance(f.dataType, ArrayType) and ("minItems" in check or "maxItems" in check):
+            yield _expect(BETWEEN, ERROR, "payload items", _source(table, path, "minItems/maxItems"),
+                          column=size_column(_column(path)), path=path, measure="size",
+                          min_value=check.get("minItems"), max_value=check.get("maxItems"))
 
 
 def size_column(path: str) -> str:
@@ -236,21 +296,24 @@ RULES = (
 )
 
 
+def suite_expectations(table: MessageTable, strict: bool = False) -> list[Expectation]:
+    """The suite of one definition's table as plain data (rules in RULES order, each in
+    declaration order)."""
+    return [e for rule in RULES for e in (rule(table, strict) if rule is rule_uritemplates else rule(table))]
+
+
 def suite_name(table: MessageTable) -> str:
     return table.message.table_name
 
 
-def build_suite(table: MessageTable, strict: bool = False) -> gx.ExpectationSuite:
-    """The suite of one definition's table (rules in RULES order, each in declaration order)."""
-    expectations, derived = [], {}
-    for rule in RULES:
-        for expectation in (rule(table, strict) if rule is rule_uritemplates else rule(table)):
-            column = getattr(expectation, "column", None)
-            if column and column.startswith("size("):
-                derived[column] = f"CASE WHEN {_sql(column[5:-1])} IS NULL THEN NULL ELSE size({_sql(column[5:-1])}) END"
-            expectations.append(expectation)
+def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):
+    """The GX suite of one definition's table."""
+    gx = import_gx()
+    expectations = suite_expectations(table, strict) if expectations is None else expectations
+    derived = {e.column: f"CASE WHEN {_sql(e.path)} IS NULL THEN NULL ELSE size({_sql(e.path)}) END"
+               for e in expectations if e.measure == "size"}
     # built whole: add_expectation() would look for a GX context to save into
-    return gx.ExpectationSuite(name=suite_name(table), expectations=expectations, meta={
+    return gx.ExpectationSuite(name=suite_name(table), expectations=[e.to_gx() for e in expectations], meta={
         "catalake.xid": table.message.xid,
         "catalake.table": table.name,
         "catalake.fingerprint": table.message.fingerprint,
@@ -258,23 +321,23 @@ def build_suite(table: MessageTable, strict: bool = False) -> gx.ExpectationSuit
     })
 
 
-def suite_document(suite: gx.ExpectationSuite) -> dict:
+def suite_document(suite) -> dict:
     """GX's own serialization without the random ids GX assigns (suite and expectations)."""
     document = {k: v for k, v in suite.to_json_dict().items() if k != "id"}
     document["expectations"] = [{k: v for k, v in e.items() if k != "id"} for e in document.get("expectations", [])]
     return document
 
 
-def suite_json(suite: gx.ExpectationSuite) -> str:
+def suite_json(suite) -> str:
     """The suite file: id-less, keys sorted, so diffable and stable."""
     return json.dumps(suite_document(suite), indent=2, sort_keys=True, default=str) + "\n"
 
 
-def load_suite(path: Path) -> gx.ExpectationSuite:
-    return gx.ExpectationSuite(**json.loads(path.read_text()))
+def load_suite(path: Path):
+    return import_gx().ExpectationSuite(**json.loads(path.read_text()))
 
 
-def write_suites(folder: Path, suites: Sequence[gx.ExpectationSuite]) -> dict[str, str]:
+def write_suites(folder: Path, suites: Sequence) -> dict[str, str]:
     """One `<suite>.json` per suite under folder; only changed files are rewritten, suites of
     definitions gone from the catalog are removed. Returns suite name -> written/unchanged/removed."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -295,6 +358,8 @@ def write_suites(folder: Path, suites: Sequence[gx.ExpectationSuite]) -> dict[st
 
 
 def expectation_summary(expectation: Any) -> dict:
-    """Type, kwargs and meta of one expectation, as plain data (for tests and metadata)."""
+    """Type, kwargs and meta of one expectation as GX sees it, as plain data (for tests and metadata)."""
+    if isinstance(expectation, Expectation):
+        expectation = expectation.to_gx()
     config = expectation.configuration if hasattr(expectation, "configuration") else expectation
     return {"type": config.type, "kwargs": dict(config.kwargs), "meta": dict(config.meta or {})}

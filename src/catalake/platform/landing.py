@@ -5,33 +5,40 @@ Layout: `<root>/YYYY-MM-DD/` or `<root>/dt=YYYY-MM-DD/` (the same partition); `.
 batch). `_SUCCESS`, `.crc`, dot-files and other names are ignored; a missing folder is an empty
 partition.
 
-Records come out as (source_file, source_line, raw): `source_line` is the 1-based line of a JSON
-lines file, or the 1-based element of a batch array (1 for a single document). JSON lines files
-are read in splits by Spark executors (gzip decoded by Spark, one task per gzip file), with line
-numbers rebuilt per split (`numbered_lines`); `.json` documents are read whole. Nothing but a
-few counts per file reaches the driver.
+The driver lists the files and cuts them into tasks (`plan_tasks`): a JSON lines file larger
+than the split size is cut at line boundaries into splits whose first line number is known
+(the driver counts the newlines before each cut; nothing is parsed there), small files are
+packed together, a gzip file or a document is one piece. The executors read their pieces by
+literal path (`read_piece`): records come out as (source_file, source_line, raw bytes), where
+`source_line` is the 1-based line of a JSON lines file, or the 1-based element of a batch array
+(1 for a single document).
+
+A record longer than the size limit is not read into memory whole: it comes out as `TooLarge`
+(its first bytes), and a compressed file that breaks off mid-way gives what could be read, then
+one `Corrupt` entry saying where it broke.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import re
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+import orjson
 
 LINE_FILES = (".jsonl", ".jsonl.gz")
 DOCUMENT_FILES = (".json",)
 FOLDER = re.compile(r"^(?:dt=)?(\d{4}-\d{2}-\d{2})$")
-
-RECORDS = StructType([
-    StructField("source_file", StringType(), False),
-    StructField("source_line", LongType(), False),
-    StructField("raw", StringType(), True),
-])
+SPLIT_BYTES = 64 << 20  # the largest piece of a JSON lines file one task reads
+MIN_TASK_BYTES = 4 << 20  # smaller days are not cut into more tasks than this fills
+MAX_RECORD_BYTES = 10 << 20  # a longer record is dead-lettered as record_too_large
+SHOWN_BYTES = 4096  # what a dead-letter row keeps of a record too large to store
+BLOCK = 8 << 20
 
 
 def partition_folders(root: Path, day: dt.date) -> list[Path]:
@@ -74,60 +81,128 @@ def landing_partitions(root: Path) -> dict[str, str]:
     return out
 
 
-def numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """(source_file, source_line, raw) of JSON lines files, read in splits like any text file
-    (a large file is read by several tasks and never held whole in memory).
+# -- the driver: pieces and tasks
 
-    Spark gives no line numbers, so they are rebuilt: within one split the rows keep their order,
-    and `monotonically_increasing_id` numbers them consecutively in their partition; a first,
-    cheap query counts the lines of every split (a few rows per file, to the driver), and each
-    split's first line number is the sum of the splits before it in the same file."""
-    text = spark.read.text(paths).select(
-        F.input_file_name().alias("source_file"),
-        F.expr("input_file_block_start()").alias("block"),
-        F.monotonically_increasing_id().alias("pos"),
-        F.col("value").alias("raw"),
-    )
-    blocks = text.groupBy("source_file", "block").agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("lines")).collect()
-    starts, line = [], {}
-    for b in sorted(blocks, key=lambda b: (b["source_file"], b["block"])):
-        begin = line.get(b["source_file"], 1)
-        starts.append((b["source_file"], b["block"], b["first"], begin))
-        line[b["source_file"]] = begin + b["lines"]
-    offsets = spark.createDataFrame(starts, "source_file string, block long, first long, begin long")
-    return text.join(F.broadcast(offsets), ["source_file", "block"]).select(
-        "source_file",
-        (F.col("begin") + F.col("pos") - F.col("first")).alias("source_line"),
-        F.regexp_replace("raw", "\r$", "").alias("raw"),
-    ).where(F.trim("raw") != "")
+@dataclass(frozen=True)
+class Piece:
+    """Part of a landed file: bytes [start, end) of a JSON lines file whose first line is
+    `first_line`, or (end = -1) the whole file."""
+
+    path: str
+    start: int = 0
+    end: int = -1
+    first_line: int = 1
 
 
-def read_records(spark: SparkSession, files: list[Path]) -> DataFrame:
-    """(source_file, source_line, raw) for every record of `files`."""
-    lines = [str(f) for f in files if f.name.endswith(LINE_FILES)]
-    docs = [str(f) for f in files if f.name.endswith(DOCUMENT_FILES)]
-    parts = []
-    if lines:
-        parts.append(numbered_lines(spark, lines))
-    if docs:
-        whole = spark.read.text(docs, wholetext=True).select(
-            F.input_file_name().alias("source_file"), F.col("value").alias("raw")
-        )
-        parsed = whole.withColumn("doc", F.expr("try_parse_json(raw)"))
-        elements = F.expr("try_variant_get(doc, '$', 'array<variant>')")
-        batch = parsed.where(elements.isNotNull()).select(
-            "source_file", F.posexplode(elements).alias("pos", "element")
-        ).select(
-            "source_file", (F.col("pos") + 1).cast("long").alias("source_line"), F.to_json("element").alias("raw")
-        )
-        single = parsed.where(elements.isNull() & (F.trim("raw") != "")).select(
-            "source_file", F.lit(1).cast("long").alias("source_line"), "raw"
-        )
-        parts += [batch, single]
-    if not parts:
-        return spark.createDataFrame([], RECORDS)
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    # input_file_name() is a URI; lineage shows plain paths
-    return out.withColumn("source_file", F.regexp_replace("source_file", "^file:(//)?", ""))
+def _cuts(path: Path, size: int, split: int) -> list[Piece]:
+    """A JSON lines file cut at the first line break after every `split` bytes, with the line
+    number each piece starts at (newlines counted block by block; no line is parsed here)."""
+    pieces, start, line = [], 0, 1
+    with open(path, "rb") as f:
+        while start < size:
+            target = start + split
+            if target >= size:
+                pieces.append(Piece(str(path), start, size, line))
+                break
+            f.seek(target)
+            f.readline()  # to the end of the line the cut falls into
+            end = f.tell()
+            pieces.append(Piece(str(path), start, end, line))
+            f.seek(start)
+            remaining, count = end - start, 0
+            while remaining > 0:
+                block = f.read(min(BLOCK, remaining))
+                count += block.count(b"\n")
+                remaining -= len(block)
+            start, line = end, line + count
+    return pieces
+
+
+def plan_tasks(files: list[Path], parallelism: int, target: int | None = None) -> list[list[Piece]]:
+    """The pieces of the day's files grouped into tasks of similar size (`target` bytes): about
+    two tasks per core, each at most SPLIT_BYTES of uncompressed JSON lines (small files share
+    a task)."""
+    sizes = {f: f.stat().st_size for f in files}
+    total = sum(sizes.values())
+    target = target or min(SPLIT_BYTES, max(MIN_TASK_BYTES, total // max(2 * parallelism, 1) + 1))
+    pieces: list[tuple[int, Piece]] = []
+    for f in files:
+        if f.name.endswith(".jsonl") and sizes[f] > target:
+            pieces += [(p.end - p.start, p) for p in _cuts(f, sizes[f], target)]
+        else:
+            pieces.append((sizes[f], Piece(str(f))))
+    tasks: list[list[Piece]] = []
+    filled = target
+    for size, piece in pieces:
+        if filled + size > target and filled > 0:
+            tasks.append([])
+            filled = 0
+        tasks[-1].append(piece)
+        filled += size
+    return tasks
+
+
+# -- the executors: records of a piece
+
+@dataclass(frozen=True)
+class TooLarge:
+    head: bytes  # the record's first bytes
+    size: int
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    detail: str
+
+
+def _lines(f, first_line: int, end: int | None) -> Iterator[tuple[int, object]]:
+    line = first_line
+    while end is None or f.tell() < end:
+        raw = f.readline(MAX_RECORD_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
+            size = len(raw)
+            head = raw[:SHOWN_BYTES]
+            while raw and not raw.endswith(b"\n"):  # the rest of the record, block by block
+                raw = f.readline(BLOCK)
+                size += len(raw)
+            yield line, TooLarge(head, size - (1 if raw.endswith(b"\n") else 0))
+        else:
+            raw = raw.rstrip(b"\r\n")
+            if raw.strip():
+                yield line, raw
+        line += 1
+
+
+def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
+    """(source_line, raw bytes | TooLarge | Corrupt) of every record of a piece; blank lines skipped."""
+    path = piece.path
+    if path.endswith(".jsonl.gz"):
+        line = 0
+        try:
+            with gzip.open(path, "rb") as f:
+                for line, raw in _lines(f, 1, None):
+                    yield line, raw
+        except (EOFError, OSError, zlib.error) as exc:
+            yield line + 1, Corrupt(f"compressed file breaks off at line {line + 1}: {exc}")
+        return
+    if path.endswith(".jsonl"):
+        with open(path, "rb") as f:
+            f.seek(piece.start)
+            yield from _lines(f, piece.first_line, None if piece.end < 0 else piece.end)
+        return
+    with open(path, "rb") as f:
+        text = f.read()
+    if not text.strip():
+        return
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        yield 1, text
+        return
+    if isinstance(document, list):  # a CloudEvents batch: one record per element
+        for i, element in enumerate(document, start=1):
+            yield i, orjson.dumps(element)
+    else:
+        yield 1, text

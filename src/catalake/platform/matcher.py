@@ -1,12 +1,11 @@
 """Message definitions as filters (xRegistry message spec, "Message Definitions": a definition is a
-filter condition): the catalog compiled into data, matched by one generic Spark expression.
+filter condition): the catalog compiled once, each record matched by dictionary lookups.
 
-Each definition becomes a row of checks (`compile_definition`), indexed by its exact
+Each definition becomes a list of checks (`compile_definition`), indexed by its exact
 discriminator: the CloudEvents `type` it requires, else its protocol address (Kafka topic, MQTT
-topic name, NATS subject, HTTP path, AMQP address). A record finds its candidates by two
-broadcast hash joins on those keys (plus the few definitions that declare neither exactly, one
-small array joined to every row), so it only tests the definitions its discriminators point to
-and the cost per record does not grow with the number of definitions.
+topic name, NATS subject, HTTP path, AMQP address). A record only tests the definitions its
+discriminators point to, plus the few that declare neither exactly, so the cost per record does
+not grow with the number of definitions.
 
 Rules (each a named function below, with the spec section it implements):
 * rule_value_equals: a declared `value` must be equal, case-sensitive (spec "value").
@@ -22,7 +21,7 @@ Rules (each a named function below, with the spec section it implements):
   `dataschema` value pointing into the catalog's own registry is not sent by producers: neither
   is used as a filter.
 * rule_attribute_type: declared types are checked (spec "Type System": integer, boolean,
-  timestamp, uri, urireference, binary; string and uritemplate accept any text).
+  timestamp (RFC 3339), uri, urireference, binary; string and uritemplate accept any text).
 * rule_protocol: a definition with a protocol matches only records of that protocol (and
   version, when both name one); one with only an envelope applies to every binding of it.
 * rule_same_placeholder_value: a placeholder used more than once (including what is inherited
@@ -34,48 +33,18 @@ Rules (each a named function below, with the spec section it implements):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    IntegerType,
-    StringType,
-    StructField,
-    StructType,
-)
 from uritemplate import URITemplate
 
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
-
-CHECK = StructType([
-    StructField("key", StringType(), False),  # 'ce:<attribute>' or 'opt:<option>[.<entry>]' (records.py)
-    StructField("value", StringType(), True),  # exact value
-    StructField("regex", StringType(), True),  # anchored pattern of a uritemplate value
-    StructField("names", ArrayType(StringType(), False), False),  # its placeholders, in group order
-    StructField("required", BooleanType(), False),
-    StructField("type", StringType(), True),  # CloudEvents attribute type
-])
-DEFINITION = StructType([
-    StructField("idx", IntegerType(), False),
-    StructField("xid", StringType(), False),
-    StructField("family", StringType(), True),
-    StructField("version", StringType(), True),
-    StructField("ce", BooleanType(), False),
-    StructField("base_chain", ArrayType(StringType(), False), False),
-    StructField("checks", ArrayType(CHECK, False), False),
-])
-INDEX = StructType([
-    StructField("lookup", StringType(), False),  # 'type|<type>' or 'address|<family>|<address>'
-    StructField("keyed", ArrayType(DEFINITION, False), False),
-])
+from .jsonvalues import INTEGER_TEXT, rfc3339
+from .records import Record
 
 LOOSE = "(.+?)"
 STRICT = "((?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+?)"
-RECORD_FAMILY = {"kafka": "KAFKA", "mqtt": "MQTT", "amqp": "AMQP", "http": "HTTP", "nats": "NATS", "rocketmq": "ROCKETMQ"}
+INT32 = 1 << 31
 
 
 def template_regex(template: str, strict: bool = False) -> tuple[str, list[str]]:
@@ -105,7 +74,17 @@ def registry_reference(value) -> bool:
     return isinstance(value, str) and value.startswith(("#", "/schemagroups/"))
 
 
-def _check(key: str, decl: dict, strict: bool) -> dict | None:
+@dataclass(frozen=True)
+class Check:
+    key: str  # 'ce:<attribute>' or 'opt:<option>[.<entry>]' (records.py)
+    value: str | None  # exact value
+    regex: re.Pattern | None  # anchored pattern of a uritemplate value
+    names: tuple[str, ...]  # its placeholders, in group order
+    required: bool
+    type: str  # CloudEvents attribute type
+
+
+def _check(key: str, decl: dict, strict: bool) -> Check | None:
     value = _text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
@@ -117,12 +96,12 @@ def _check(key: str, decl: dict, strict: bool) -> dict | None:
         return None  # declares nothing a record could violate
     regex, names = None, []
     if value is not None and "{" in value:
-        regex, names = template_regex(value, strict)
-        value = None
-    return {"key": key, "value": value, "regex": regex, "names": names, "required": required, "type": kind}
+        pattern, names = template_regex(value, strict)
+        regex, value = re.compile(pattern), None
+    return Check(key, value, regex, tuple(names), required, kind)
 
 
-def _option_checks(options: dict, strict: bool) -> list[dict]:
+def _option_checks(options: dict, strict: bool) -> list[Check]:
     checks = []
     for name, opt in options.items():
         if isinstance(opt, list):  # list sections (HTTP/NATS headers, MQTT user properties)
@@ -148,7 +127,19 @@ def _option_checks(options: dict, strict: bool) -> list[dict]:
 CE_TYPED = {"time": {"type": "timestamp"}}
 
 
-def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> dict:
+@dataclass(frozen=True)
+class Definition:
+    idx: int
+    xid: str
+    family: str | None
+    version: str | None
+    ce: bool
+    base_chain: tuple[str, ...]
+    checks: tuple[Check, ...]
+    templates: tuple[Check, ...] = field(default=())  # the checks with placeholders
+
+
+def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> Definition:
     """One definition as data: its protocol, envelope and every check a record must pass."""
     is_ce = (message.envelope or "").lower().startswith("cloudevents")
     checks = []
@@ -164,140 +155,134 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
     family = None if family in (None, "NONE") else family
     checks += _option_checks(message.protocol_options, strict) if family else []
     version = message.protocol.partition("/")[2] if family and message.protocol else ""
-    return {
-        "idx": idx, "xid": message.xid, "family": family, "version": version or None, "ce": is_ce,
-        "base_chain": list(message.base_chain), "checks": checks,
-    }
+    return Definition(idx, message.xid, family, version or None, is_ce, tuple(message.base_chain), tuple(checks),
+                      tuple(c for c in checks if c.regex is not None and c.names))
 
 
-@dataclass(frozen=True)
+# -- the rules, over a candidate definition `d`, one of its checks `c`, and the record's `fields`
+
+def rule_value_equals(c: Check, value: str) -> bool:
+    return c.value is None or value == c.value
+
+
+def rule_uritemplate(c: Check, value: str) -> bool:
+    if c.regex is None:
+        return True
+    m = c.regex.match(value)
+    return m is not None and m.end() == len(value)
+
+
+def rule_required(c: Check, value: str | None) -> bool:
+    return value is not None or not c.required
+
+
+def rule_attribute_type(c: Check, value: str) -> bool:
+    kind = c.type
+    if kind == "integer":  # CloudEvents Integer: a 32-bit signed integer
+        return INTEGER_TEXT.fullmatch(value) is not None and -INT32 <= int(value) < INT32
+    if kind == "boolean":
+        return value in ("true", "false")
+    if kind == "timestamp":
+        return rfc3339(value) is not None
+    if kind == "uri":
+        return URI.match(value) is not None
+    if kind == "urireference":
+        return " " not in value
+    if kind == "binary":
+        return BASE64.fullmatch(value) is not None
+    return True
+
+
+URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^ ]*\Z")
+BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def rule_protocol(d: Definition, rec: Record, family: str | None, version: str | None) -> bool:
+    if d.ce and not rec.is_ce:
+        return False
+    if d.family is None:
+        return True
+    return d.family == family and (d.version is None or version is None or d.version.upper() == version.upper())
+
+
+def placeholder_pairs(d: Definition, fields: dict) -> list[tuple[str, str]]:
+    pairs = []
+    for c in d.templates:
+        value = fields.get(c.key)
+        if value is not None:
+            m = c.regex.match(value)
+            if m is not None:
+                pairs += zip(c.names, m.groups())
+    return pairs
+
+
+def rule_same_placeholder_value(d: Definition, fields: dict) -> bool:
+    pairs = placeholder_pairs(d, fields)
+    return len(set(pairs)) == len({name for name, _ in pairs})
+
+
+def rule_most_derived(cands: list[Definition]) -> list[Definition]:
+    return [c for c in cands if all(o.xid == c.xid or o.xid in c.base_chain for o in cands)]
+
+
+def check_passes(c: Check, fields: dict) -> bool:
+    value = fields.get(c.key)
+    if value is None:  # absent: only a check that declares no value and does not require one passes
+        return rule_required(c, value) and c.value is None and c.regex is None
+    return rule_value_equals(c, value) and rule_uritemplate(c, value) and rule_attribute_type(c, value)
+
+
+@dataclass
+class Match:
+    status: str  # matched, no_match, ambiguous, missing_required_attribute
+    winner: Definition | None = None
+    candidates: list[Definition] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    placeholders: dict[str, str] = field(default_factory=dict)
+    detail: str | None = None  # why an ambiguous record stays ambiguous
+
+
 class CompiledCatalog:
-    messages: list[MessageDefinition]
-    index: list[tuple[str, list[dict]]]  # rows of INDEX
-    unkeyed: list[dict]  # definitions without an exact discriminator: every record tests them
+    """The catalog as lookup tables: CloudEvents type and protocol address -> definitions."""
 
-    def index_frame(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame(self.index, INDEX)
+    def __init__(self, messages: list[MessageDefinition], strict: bool = False):
+        self.messages = messages
+        self.definitions = [compile_definition(i, m, strict) for i, m in enumerate(messages)]
+        self.by_type: dict[str, list[Definition]] = {}
+        self.by_address: dict[tuple[str, str], list[Definition]] = {}
+        self.unkeyed: list[Definition] = []
+        for d in self.definitions:
+            exact = {c.key: c.value for c in d.checks if c.value is not None}
+            address = exact.get(f"opt:{ADDRESS_OPTIONS.get(d.family or '', '')}")
+            if "ce:type" in exact:
+                self.by_type.setdefault(exact["ce:type"], []).append(d)
+            elif d.family and address is not None:
+                self.by_address.setdefault((d.family, address), []).append(d)
+            else:
+                self.unkeyed.append(d)
 
-    def unkeyed_frame(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame([(self.unkeyed,)], StructType([StructField("unkeyed", ArrayType(DEFINITION, False), False)]))
+    def match(self, rec: Record) -> Match:
+        fields = rec.fields
+        family = rec.binding.family if rec.binding is not None else None
+        version = rec.protocol.partition("/")[2] or None if rec.protocol else None
+        found = self.by_type.get(fields.get("ce:type"), [])
+        if family is not None and rec.address is not None:
+            found = found + self.by_address.get((family, rec.address), [])
+        if self.unkeyed:
+            found = found + self.unkeyed
+        applicable = [d for d in found if rule_protocol(d, rec, family, version)]
+        cands = [d for d in applicable if all(check_passes(c, fields) for c in d.checks) and rule_same_placeholder_value(d, fields)]
+        winner = cands[0] if len(cands) == 1 else None
+        if winner is None and len(cands) > 1:
+            derived = rule_most_derived(cands)
+            winner = derived[0] if len(derived) == 1 else None
+        if winner is not None:
+            return Match("matched", winner, cands, placeholders=dict(placeholder_pairs(winner, fields)))
+        if len(cands) > 1:
+            return Match("ambiguous", None, cands)
+        missing = list(dict.fromkeys(c.key for d in applicable for c in d.checks if c.required and fields.get(c.key) is None))
+        return Match("missing_required_attribute" if missing else "no_match", None, cands, missing)
 
 
 def compile_catalog(messages: list[MessageDefinition], strict: bool = False) -> CompiledCatalog:
-    defs = [compile_definition(i, m, strict) for i, m in enumerate(messages)]
-    index: dict[str, list[dict]] = {}
-    unkeyed: list[dict] = []
-    for d in defs:
-        exact = {c["key"]: c["value"] for c in d["checks"] if c["value"] is not None}
-        address = exact.get(f"opt:{ADDRESS_OPTIONS.get(d['family'] or '', '')}")
-        if "ce:type" in exact:
-            index.setdefault(f"type|{exact['ce:type']}", []).append(d)
-        elif d["family"] and address is not None:
-            index.setdefault(f"address|{d['family']}|{address}", []).append(d)
-        else:
-            unkeyed.append(d)
-    return CompiledCatalog(messages, list(index.items()), unkeyed)
-
-
-# -- the rules, as Spark SQL over a candidate `d`, one of its checks `c`, and the record's `fields`
-
-def rule_value_equals() -> str:
-    return "(c.value IS NULL OR fields[c.key] = c.value)"
-
-
-def rule_uritemplate() -> str:
-    return "(c.regex IS NULL OR regexp_extract(fields[c.key], c.regex, 0) = fields[c.key])"
-
-
-def rule_required() -> str:
-    return "(fields[c.key] IS NOT NULL OR NOT c.required)"
-
-
-def rule_attribute_type() -> str:
-    return (
-        "(fields[c.key] IS NULL OR CASE c.type"
-        " WHEN 'integer' THEN fields[c.key] RLIKE '^[+-]?[0-9]+$'"
-        " WHEN 'boolean' THEN fields[c.key] IN ('true', 'false')"
-        " WHEN 'timestamp' THEN try_to_timestamp(fields[c.key]) IS NOT NULL"
-        " WHEN 'uri' THEN fields[c.key] RLIKE '^[A-Za-z][A-Za-z0-9+.-]*:[^ ]*$'"
-        " WHEN 'urireference' THEN fields[c.key] RLIKE '^[^ ]*$'"
-        " WHEN 'binary' THEN fields[c.key] RLIKE '^[A-Za-z0-9+/]*={0,2}$'"
-        " ELSE true END)"
-    )
-
-
-def rule_protocol() -> str:
-    return (
-        "((d.family IS NULL AND (NOT d.ce OR is_ce))"
-        " OR (d.family = rec_family AND (NOT d.ce OR is_ce)"
-        "     AND (d.version IS NULL OR rec_version IS NULL OR upper(d.version) = upper(rec_version))))"
-    )
-
-
-def placeholder_pairs(d: str = "d") -> str:
-    return (
-        f"flatten(transform(filter({d}.checks, c -> c.regex IS NOT NULL AND size(c.names) > 0 AND fields[c.key] IS NOT NULL),"
-        " c -> transform(sequence(1, size(c.names)), j -> named_struct('name', c.names[j - 1],"
-        " 'value', regexp_extract(fields[c.key], c.regex, j)))))"
-    )
-
-
-def rule_same_placeholder_value() -> str:
-    # forall over a one-element array binds the pairs once (SQL has no `let`)
-    return (
-        f"forall(array({placeholder_pairs()}),"
-        " pairs -> size(array_distinct(pairs)) = size(array_distinct(transform(pairs, p -> p.name))))"
-    )
-
-
-def rule_most_derived() -> str:
-    return "filter(cands, c -> forall(cands, o -> o.xid = c.xid OR array_contains(c.base_chain, o.xid)))"
-
-
-def check_passes() -> str:
-    return f"({rule_required()} AND {rule_value_equals()} AND {rule_uritemplate()} AND {rule_attribute_type()})"
-
-
-def match(records: DataFrame, catalog: CompiledCatalog) -> DataFrame:
-    """Adds `candidates` (xids), `winner` (idx, or null), `match_status` (matched, no_match,
-    ambiguous, missing_required_attribute) and `placeholders` (map) to normalized records."""
-    families = F.create_map(*[x for k, v in RECORD_FAMILY.items() for x in (F.lit(k), F.lit(v))])
-    df = records.withColumn("rec_family", F.element_at(families, F.col("record_kind")))
-    df = df.withColumn("rec_version", F.regexp_extract(F.coalesce("protocol", F.lit("")), "/(.*)$", 1))
-    df = df.withColumn("rec_version", F.when(F.col("rec_version") != "", F.col("rec_version")))
-    index = F.broadcast(catalog.index_frame(records.sparkSession))
-    for name, key in (
-        ("by_type", F.concat(F.lit("type|"), F.col("fields")["ce:type"])),
-        ("by_address", F.concat(F.lit("address|"), F.col("rec_family"), F.lit("|"), F.col("address"))),
-    ):
-        df = df.withColumn("lookup", key).join(
-            index.withColumnRenamed("keyed", name), on="lookup", how="left"
-        ).drop("lookup")
-    none = F.array().cast(ArrayType(DEFINITION, False))
-    if catalog.unkeyed:  # few (definitions without an exact discriminator): one small array per row
-        df = df.crossJoin(F.broadcast(catalog.unkeyed_frame(records.sparkSession)))
-    else:
-        df = df.withColumn("unkeyed", none)
-    df = df.withColumn("cand_defs", F.concat(F.coalesce("by_type", none), F.coalesce("by_address", none), F.col("unkeyed")))
-    df = df.withColumn("applicable", F.expr(f"filter(cand_defs, d -> {rule_protocol()})"))
-    passes = f"d -> forall(d.checks, c -> {check_passes()}) AND {rule_same_placeholder_value()}"
-    df = df.withColumn("cands", F.expr(f"filter(applicable, {passes})"))
-    df = df.withColumn("derived", F.expr(rule_most_derived()))
-    n = F.size("cands")
-    winner = F.when(n == 1, F.col("cands")[0]).when(F.size("derived") == 1, F.col("derived")[0])
-    df = df.withColumn("winner_def", winner)
-    missing = F.expr(
-        "flatten(transform(applicable, d -> transform(filter(d.checks, c -> c.required AND fields[c.key] IS NULL), c -> c.key)))"
-    )
-    status = (
-        F.when(F.col("winner_def").isNotNull(), F.lit("matched"))
-        .when(n > 1, F.lit("ambiguous"))
-        .when(F.size(missing) > 0, F.lit("missing_required_attribute"))
-        .otherwise(F.lit("no_match"))
-    )
-    df = df.withColumn("match_status", status).withColumn("missing", F.array_distinct(missing))
-    df = df.withColumn("candidates", F.transform("cands", lambda c: c.xid))
-    df = df.withColumn("winner", F.col("winner_def.idx"))
-    pairs = F.expr(placeholder_pairs("winner_def"))
-    df = df.withColumn("placeholders", F.when(F.col("winner_def").isNotNull(), F.map_from_entries(F.array_distinct(pairs))))
-    return df.drop("by_type", "by_address", "unkeyed", "cand_defs", "applicable", "cands", "derived", "winner_def", "rec_version")
+    return CompiledCatalog(messages, strict)

@@ -49,10 +49,9 @@ from .schemas.derive import spark_type
 from .schemas.json_schema import SchemaError
 from .schemas.references import DataSchema, resolve_data_schema
 from .schemas.unions import JSON_STRING
-from .storage import DeltaStore
+from .storage import PARTITION_COLUMN, DeltaStore
 
 MESSAGES_PREFIX = "messages/"
-PARTITION_COLUMN = "event_date"
 
 # CloudEvents 1.0 core attributes: (description, always required)
 CORE_ATTRIBUTES = {

@@ -9,6 +9,12 @@ Two interchangeable backends write standard Delta tables:
   ``_commit``). Event data never passes through the driver; only the list of written files does.
 
 Either way every write is one Delta commit, and both kinds of table open with any Delta reader.
+
+A partition run writes differently (classify.py): its executors write every table's Parquet
+files themselves with pyarrow (``PartFiles``), straight into the partition folders under names
+that carry the run, and the driver commits each table's files (``commit_partition``) through
+delta-rs, on both backends: no Spark job per table. Files no commit took are removed by their
+run (``remove_uncommitted``).
 """
 
 from __future__ import annotations
@@ -19,9 +25,8 @@ import os
 import time
 import uuid
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -104,6 +109,7 @@ def _partition_value(value) -> str | None:
 
 
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
+PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
 
 
 def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_WrittenFile]:
@@ -151,6 +157,36 @@ def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
             filesystem.delete_file(f"{base}/{f.path}")
         except OSError:
             pass
+
+
+class PartFiles:
+    """Executor side: Parquet files of one partition of several tables, written straight into
+    each table's partition folder under names no other run uses (`part-<run>-<task>-<n>`). They
+    are invisible to every reader until the driver commits them (`DeltaStore.commit_partition`)."""
+
+    def __init__(self, warehouse: str, day, prefix: str):
+        self.filesystem, self.base = _filesystem(warehouse)
+        self.folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
+        self.prefix = prefix
+        self.files: dict[str, list] = {}  # table -> [[path relative to the table, size, rows], ...]
+
+    def write(self, table: str, data: pa.Table) -> None:
+        rel = f"{self.folder}/part-{self.prefix}-{sum(map(len, self.files.values()))}.zstd.parquet"
+        path = "/".join([self.base.rstrip("/"), *table.split("/"), rel])
+        self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with self.filesystem.open_output_stream(path) as out:
+            pq.write_table(data, out, compression="zstd")
+        size = self.filesystem.get_file_info(path).size
+        self.files.setdefault(table, []).append([rel, size, data.num_rows])
+
+    def remove_written(self) -> None:
+        for table, files in self.files.items():
+            for rel, _, _ in files:
+                try:
+                    self.filesystem.delete_file("/".join([self.base.rstrip("/"), *table.split("/"), rel]))
+                except OSError:
+                    pass
+        self.files = {}
 
 
 def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool) -> None:
@@ -317,31 +353,38 @@ class DeltaStore:
         files = _write_files(df, path, partition_by)
         _commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
 
-    def overwrite_partitions(self, df: DataFrame, routes: dict[str, str], column: str, value) -> None:
-        """Replace partition `column=value` in several tables from one DataFrame: `routes` maps a
-        struct column of `df` to the table it holds rows of (null where the row is not that
-        table's). The rows are computed once (spilled to scratch Parquet); each table is then
-        written from them in its own commit, reading only its own column."""
-        # checked for every table before any is written
-        for col, name in routes.items():
-            fields, expected = df.schema[col].dataType.fieldNames(), self.spark_schema(name).fieldNames()
-            if fields != expected:
-                raise StorageError(f"writing {name!r}: columns {fields} are not the table's {expected}")
-        with self.scratch() as scratch:
-            df = scratch.spill(df)
-            for col, name in routes.items():
-                self.overwrite_partition(name, df.where(F.col(ident(col)).isNotNull()).select(f"{ident(col)}.*"), column, value)
-
-    @contextmanager
-    def scratch(self) -> Iterator["Scratch"]:
-        """A hidden folder of the warehouse for intermediate rows, removed afterwards."""
-        scratch = Scratch(self.spark, f"{self.root.rstrip('/')}/{STAGING_PREFIX}scratch-{uuid.uuid4().hex}")
+    def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> None:
+        """Replace partition `column=value` of a table with Parquet files already written into it
+        (PartFiles: [path relative to the table, size, rows]), in one Delta commit; no files
+        empties the partition. The files are removed when the commit fails."""
+        written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
+        path = self.path(name)
         try:
-            yield scratch
-        finally:
-            filesystem, base = _filesystem(scratch.root)
-            if filesystem.get_file_info(base).type != pafs.FileType.NotFound:
-                filesystem.delete_dir(base)
+            table = self._table(name)
+            if column not in table.metadata().partition_columns:
+                raise StorageError(f"{column!r} is not a partition column of {name!r}")
+            _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True)
+        except BaseException:
+            _remove_files(path, written)
+            raise
+
+    def remove_uncommitted(self, run: str, day, names: Sequence[str]) -> None:
+        """Remove the files run `run` wrote into partition `day` of these tables that no commit
+        references (a failed run, a failed or duplicate task attempt). Other runs' files are
+        never touched: every file name carries its run."""
+        folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
+        prefix = f"part-{run}-"
+        for name in names:
+            filesystem, base = _filesystem(f"{self.path(name)}/{folder}")
+            if filesystem.get_file_info(base).type != pafs.FileType.Directory:
+                continue
+            mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base)) if i.base_name.startswith(prefix)]
+            if not mine:
+                continue
+            live = {os.path.basename(u) for u in self._table(name).file_uris()} if self.exists(name) else set()
+            for info in mine:
+                if info.base_name not in live:
+                    filesystem.delete_file(info.path)
 
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
@@ -384,23 +427,6 @@ class DeltaStore:
 
     def version(self, name: str) -> int:
         return self._table(name).version()
-
-
-class Scratch:
-    """Intermediate rows that several later passes read, spilled to Parquet instead of cached.
-
-    A spill costs about what building Spark's in-memory cache costs and reads back as fast, but
-    the rows sit on disk: the JVM's memory does not grow with the partition's size, and an
-    executor lost in between does not mean recomputing the day (benchmarks/RESULTS.md)."""
-
-    def __init__(self, spark: SparkSession, root: str):
-        self.spark, self.root, self.count = spark, root, 0
-
-    def spill(self, df: DataFrame) -> DataFrame:
-        self.count += 1
-        path = f"{self.root}/{self.count}"
-        df.write.option("compression", "zstd").parquet(path)
-        return self.spark.read.parquet(path)
 
 
 def _spark_schema(table: DeltaTable) -> StructType:
@@ -450,6 +476,12 @@ def _arrow_field(field: pa.Field, spark_field: StructField) -> pa.Field:
 def _arrow_schema(schema: StructType) -> pa.Schema:
     arrow = to_arrow_schema(schema, timestamp_utc=True)
     return pa.schema([_arrow_field(f, sf) for f, sf in zip(arrow, schema.fields)])
+
+
+def arrow_schema(schema: StructType, exclude: Sequence[str] = ()) -> pa.Schema:
+    """The Arrow schema data files of the table are written with (no column metadata; the
+    partition column, which Delta keeps in the log, excluded)."""
+    return to_arrow_schema(StructType([f for f in schema.fields if f.name not in exclude]), timestamp_utc=True)
 
 
 __all__ = ["BACKENDS", "DeltaStore", "StorageError", "choose_backend", "native_delta_available"]

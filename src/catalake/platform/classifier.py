@@ -1,0 +1,462 @@
+"""The per-record work of a partition run, as it runs on a Spark executor (plain Python).
+
+A `Classifier` is compiled once per worker process from the run's `Plan` (the catalog's tables
+and the run's day). `classify` takes one landed record: parse (orjson), normalize (records.py),
+match (matcher.py), type the payload with its table's schema (payload.py), evaluate the table's
+expectations (quality.py), and add the row to its table's buffer, or to the dead-letter table
+with the reason. Rows are buffered per table as Arrow batches and written as Parquet files into
+the table's partition folder (storage.PartFiles); the driver commits them. What leaves the
+executor is small: per table its files, row count and quality tally.
+
+Python runs per record here on purpose: the same work as Spark SQL expressions cost 5-10x a
+plain Python loop on this kind of machine (benchmarks/RESULTS.md); here Spark schedules the
+tasks, one per piece of the day's files, and the executors do the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import orjson
+import pyarrow as pa
+
+from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
+from .expectations import suite_expectations
+from .jsonvalues import as_int, from_base64, rfc3339
+from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, read_piece
+from .matcher import CompiledCatalog, Match
+from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
+from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
+from .protocols import BINDINGS
+from .quality import SuiteCheck, failure_detail
+from .records import MISSING, CORE, Record, normalize
+from .schemas.avro import named_type
+from .storage import PartFiles, arrow_schema
+
+MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
+AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
+FLUSH_ROWS = 20_000  # rows buffered as Python values before they become Arrow batches
+FLUSH_BYTES = 96 << 20  # Arrow bytes held by a task before its tables' files are written
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything an executor needs for one partition run (pickled into the Spark job)."""
+
+    tables: tuple[MessageTable, ...]  # in catalog order: the matcher's definition index
+    warehouse: str
+    day: dt.date
+    ingested_at: dt.datetime
+    run: str  # names the run's files
+    write: frozenset[str] | None = None  # table names to write (None: all, the dead-letter table too)
+    strict: bool = False
+
+
+# -- Python validators (jsonschema / fastavro), for ambiguous payloads and schema keywords
+
+def validator_spec(table: MessageTable) -> tuple | None:
+    s = table.data_schema
+    if s is not None and s.family in ("jsonschema", "avro"):
+        return (s.family, s.content, s.document, s.type_name)
+    return None
+
+
+def jsonschema_validator(content, document):
+    import jsonschema
+    from referencing import Registry
+
+    from .schemas.json_schema import resource
+
+    root = document if isinstance(document, dict) else content
+    registry = Registry().with_resource("urn:catalake:data-schema", resource(root))
+    cls = jsonschema.validators.validator_for(content if isinstance(content, dict) else {})
+    return cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
+
+
+def make_validator(spec: tuple) -> Callable[[Any], list[str]]:
+    """The data schema's own validator: value -> its first error messages."""
+    family, content, document, type_name = spec
+    if family == "jsonschema":
+        validator = jsonschema_validator(content, document)
+
+        def errors(value) -> list[str]:
+            found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            return [f"data{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in found[:MAX_ERRORS]]
+
+        return errors
+    import fastavro
+    from fastavro.validation import ValidationError, validate
+
+    parsed = fastavro.parse_schema(named_type(content, type_name))
+
+    def avro_errors(value) -> list[str]:
+        try:
+            validate(value, parsed, raise_errors=True)
+            return []
+        except ValidationError as exc:
+            return [f"data: {e}" for e in exc.errors[:MAX_ERRORS]] or ["data: does not match the Avro schema"]
+        except Exception as exc:  # fastavro raises plain errors for some shapes
+            return [f"data: {exc}"]
+
+    return avro_errors
+
+
+def _avro_json(value):
+    # logical types back to the JSON encoding the payload typing expects (payload.py)
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+def avro_decoder(spec: tuple) -> Callable[[str], Any]:
+    """Base64 Avro binary (schemaless, per the definition's schema) -> its JSON value, or MISSING."""
+    import fastavro
+
+    _, content, _, type_name = spec
+    parsed = fastavro.parse_schema(named_type(content, type_name))
+
+    def decode(blob: str):
+        try:
+            record = fastavro.schemaless_reader(io.BytesIO(base64.b64decode(blob)), parsed, parsed)
+            return orjson.loads(orjson.dumps(record, default=_avro_json))
+        except Exception:  # noqa: BLE001 - any decoding failure is a malformed payload
+            return MISSING
+
+    return decode
+
+
+# -- one table's rows
+
+def _attribute(name: str, kind: str) -> Callable[[Record], Any]:
+    if name == "datacontenttype":  # the effective one: JSON format implies application/json
+        return lambda rec: rec.attrs.get(name) if rec.attrs.get(name) is not None else rec.fields.get("ce:datacontenttype")
+    if name == "time" or kind == "timestamp":
+        return lambda rec: rfc3339(rec.attrs.get(name))
+    if kind == "binary":
+        return lambda rec: from_base64(rec.attrs.get(name))
+    if kind == "integer":
+        return lambda rec: as_int(rec.attrs.get(name), 32)
+    if kind == "boolean":
+        return lambda rec: {"true": True, "false": False}.get(rec.attrs.get(name))
+    return lambda rec: rec.attrs.get(name)
+
+
+class TableSpec:
+    """How a matched record becomes a row of one table."""
+
+    def __init__(self, table: MessageTable, plan: Plan):
+        self.table = table
+        self.name = table.name
+        message = table.message
+        self.expectations = suite_expectations(table, plan.strict)
+        self.suite = SuiteCheck(self.expectations)
+        covered = frozenset(e.id for e in self.expectations)
+        data = table.schema["data"]
+        self.untyped = bool(data.metadata.get("catalake.json")) or table.data_schema is None
+        self.payload = compile_payload(data.dataType, data.metadata, covered)
+        spec = validator_spec(table)
+        self.avro = avro_decoder(spec) if spec and spec[0] == "avro" else None
+        document = table.data_schema.document or table.data_schema.content if table.data_schema else None
+        self.jsonschema = (jsonschema_validator(spec[1], spec[2])
+                           if spec and spec[0] == "jsonschema" and needs_python_validation(document) else None)
+        is_ce = (message.envelope or "").lower().startswith("cloudevents")
+        declared = (set(message.attributes) | set(CORE_ATTRIBUTES)) if is_ce else set()
+        placeholders = {f"placeholder_{n}": n for n in message.placeholders}
+        binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
+        ingested = plan.ingested_at
+        getters: list[Callable] = []
+        names = []
+        for f in table.schema.fields:
+            name = f.name
+            if name == PARTITION_COLUMN:
+                continue  # a partition value, not stored in the files
+            names.append(name)
+            if name == "data":
+                getters.append(None)
+            elif name == "other_attributes":
+                getters.append(lambda rec, m, d=declared: {k: v for k, v in rec.attrs.items() if k not in d})
+            elif name == "protocol":
+                getters.append(lambda rec, m: rec.protocol)
+            elif name == "protocol_metadata":
+                getters.append(lambda rec, m: rec.metadata_map())
+            elif name in binding_columns and name not in message.placeholders:
+                column = binding_columns[name]
+                getters.append(lambda rec, m, c=column: rec.metadata(c) if rec.binding is not None and c in rec.binding.columns else None)
+            elif name in ("source_file", "source_line"):
+                getters.append(None)  # lineage, filled in per record
+            elif name == "ingested_at":
+                getters.append(lambda rec, m: ingested)
+            elif name in placeholders or (name in message.placeholders and name not in declared):
+                getters.append(lambda rec, m, p=placeholders.get(name, name): m.placeholders.get(p))
+            elif name in declared:
+                decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}
+                get = _attribute(name, str(decl.get("type", "string")).lower())
+                getters.append(lambda rec, m, g=get: g(rec))
+            else:  # a column an older catalog version added: kept, null from now on
+                getters.append(lambda rec, m: None)
+        self.names = names
+        self.getters = getters
+        self.data_index = names.index("data")
+        self.file_index = names.index("source_file")
+        self.line_index = names.index("source_line")
+        self.schema = arrow_schema(table.schema, exclude=(PARTITION_COLUMN,))
+
+    def source(self, rec: Record) -> tuple[Any, bool]:
+        """(payload value or None, undecodable): Avro binary decoded with the definition's schema."""
+        if self.avro is not None and rec.data_b64 is not None and (rec.content_type or "").lower().startswith(AVRO_BINARY):
+            value = self.avro(rec.data_b64)
+            return (None, True) if value is MISSING else (value, False)
+        if rec.data is MISSING:
+            return None, rec.data_b64 is not None
+        return rec.data, False
+
+    def jsonschema_errors(self, value) -> list[tuple[str, str]]:
+        """jsonschema's findings for the keywords the native typing does not compile."""
+        found = []
+        for e in sorted(self.jsonschema.iter_errors(value), key=lambda e: list(e.absolute_path)):
+            if e.validator in PYTHON_KEYWORDS:
+                path = "data" + "".join(f".{p}" for p in e.absolute_path)
+                found.append((f"{path}:{e.validator}", f"{path}: {e.message}"))
+        return found
+
+    def row(self, rec: Record, m: Match, data, source_file: str, source_line: int) -> list:
+        values = [None if g is None else g(rec, m) for g in self.getters]
+        values[self.data_index] = data
+        values[self.file_index] = source_file
+        values[self.line_index] = source_line
+        return values
+
+
+class Buffer:
+    """One table's rows of a task: Python values, then Arrow batches, then Parquet files."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.rows: list[list] = []
+        self.batches: list[pa.RecordBatch] = []
+
+    def to_arrow(self) -> int:
+        """The buffered rows as one Arrow batch; returns its size in bytes."""
+        if not self.rows:
+            return 0
+        columns = list(zip(*self.rows))
+        batch = pa.record_batch([pa.array(c, type=f.type) for c, f in zip(columns, self.schema)], schema=self.schema)
+        self.rows = []
+        self.batches.append(batch)
+        return batch.nbytes
+
+
+@dataclass
+class TaskResult:
+    """What an executor reports for one task."""
+
+    records: int = 0
+    files: dict[str, list] = field(default_factory=dict)  # table -> [[path, size, rows], ...]
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
+    tallies: dict[str, dict] = field(default_factory=dict)  # table -> quality tally
+    deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+
+
+class Classifier:
+    """The catalog compiled for one run: landed records in, table files out."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.matcher = CompiledCatalog([t.message for t in plan.tables], plan.strict)
+        self.specs: dict[int, TableSpec] = {}
+        self.validators: dict[int, Callable] = {}
+        self.deadletter_schema = arrow_schema(DEADLETTER_SCHEMA, exclude=(PARTITION_COLUMN,))
+        self.writes_deadletter = plan.write is None or DEADLETTER_TABLE in plan.write
+
+    def spec(self, idx: int) -> TableSpec:
+        spec = self.specs.get(idx)
+        if spec is None:
+            spec = self.specs[idx] = TableSpec(self.plan.tables[idx], self.plan)
+        return spec
+
+    def writes(self, name: str) -> bool:
+        return self.plan.write is None or name in self.plan.write
+
+    # -- one task
+    def run(self, task: str, pieces: Sequence[Piece]) -> TaskResult:
+        """Classify the records of one task's pieces and write their tables' files (`task`
+        names the files: task number and attempt)."""
+        self.result = result = TaskResult()
+        self.buffers: dict[str, Buffer] = {}
+        self.unconverted = 0  # rows buffered as Python values
+        self.held = 0  # Arrow bytes buffered
+        self.sink = PartFiles(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}")
+        for spec in self.specs.values():
+            spec.suite.reset()
+        try:
+            for piece in pieces:
+                for line, raw in read_piece(piece):
+                    result.records += 1
+                    result.per_file[piece.path] = result.per_file.get(piece.path, 0) + 1
+                    self.classify(piece.path, line, raw)
+                    if self.unconverted >= FLUSH_ROWS:
+                        self._to_arrow()
+            self._to_arrow()
+            self._write_all()
+        except BaseException:
+            self.sink.remove_written()
+            raise
+        result.tallies = {spec.name: spec.suite.tally() for spec in self.specs.values() if spec.suite.used}
+        result.files = self.sink.files
+        return result
+
+    def _add(self, name: str, schema: pa.Schema, values: list) -> None:
+        buffer = self.buffers.get(name)
+        if buffer is None:
+            buffer = self.buffers[name] = Buffer(schema)
+        buffer.rows.append(values)
+        self.result.rows[name] = self.result.rows.get(name, 0) + 1
+        self.unconverted += 1
+
+    def _to_arrow(self) -> None:
+        for buffer in self.buffers.values():
+            self.held += buffer.to_arrow()
+        self.unconverted = 0
+        if self.held > FLUSH_BYTES:
+            self._write_all()
+
+    def _write_all(self) -> None:
+        for name, buffer in self.buffers.items():
+            if buffer.batches:
+                self.sink.write(name, pa.Table.from_batches(buffer.batches, schema=buffer.schema))
+                buffer.batches = []
+        self.held = 0
+
+    # -- one record
+    def deadletter(self, reason: str, detail: str | None, source_file: str, source_line: int, raw, rec: Record | None = None,
+                   candidates: list[str] | None = None, broken: list[str] | None = None) -> None:
+        self.result.deadletter[reason] = self.result.deadletter.get(reason, 0) + 1
+        if not self.writes_deadletter:
+            return
+        attrs = rec.attrs if rec is not None and rec.attrs is not None else {}
+        kind = rec.kind if rec is not None else ("malformed_json" if reason == "malformed_json" else None)
+        text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+        self._add(DEADLETTER_TABLE, self.deadletter_schema, [
+            reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
+            attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [],
+        ])
+
+    def classify(self, source_file: str, line: int, raw) -> None:
+        if isinstance(raw, TooLarge):
+            self.deadletter("record_too_large", f"the record has {raw.size} bytes; the limit is {MAX_RECORD_BYTES} "
+                            f"(the first {len(raw.head)} are kept here)", source_file, line, raw.head)
+            return
+        if isinstance(raw, Corrupt):
+            self.deadletter("corrupt_file", raw.detail, source_file, line, None)
+            return
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            self.deadletter("malformed_json", f"not valid JSON: {exc}", source_file, line, raw)
+            return
+        rec = normalize(obj)
+        if rec.kind == "not_an_event":
+            self.deadletter("not_an_event", "neither a CloudEvent nor a protocol record", source_file, line, raw, rec)
+            return
+        if rec.is_ce:
+            missing = [a for a in CORE if rec.attrs.get(a) is None]
+            if missing:
+                self.deadletter("missing_required_attribute", "missing CloudEvents attribute(s): " + ", ".join(missing),
+                                source_file, line, raw, rec)
+                return
+            if rec.attrs["specversion"] != "1.0":
+                self.deadletter("unsupported_specversion", f"specversion {rec.attrs['specversion']} (1.0 is supported)",
+                                source_file, line, raw, rec)
+                return
+        m = self.matcher.match(rec)
+        if m.status == "ambiguous":
+            m = self.resolve(rec, m)
+        if m.status != "matched":
+            self.unmatched(rec, m, source_file, line, raw)
+            return
+        spec = self.spec(m.winner.idx)
+        value, undecodable = spec.source(rec)
+        type_errors: list = []
+        data = spec.payload(value, type_errors)
+        if spec.jsonschema is not None and value is not None:
+            type_errors += spec.jsonschema_errors(value)
+        values = spec.row(rec, m, data, source_file, line)
+        row = dict(zip(spec.names, values))
+        failed = spec.suite.check(row, type_errors, source_file, line)
+        candidates = [d.xid for d in m.candidates]
+        if undecodable or type_errors or failed:
+            spec.suite.rejected += 1
+        if undecodable:
+            self.deadletter("malformed_payload", "the payload cannot be decoded", source_file, line, raw, rec, candidates)
+        elif type_errors or failed:
+            detail, broken = failure_detail(type_errors, failed, MAX_ERRORS)
+            self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)
+        else:
+            spec.suite.kept(row, source_file, line)
+            if self.writes(spec.name):
+                self._add(spec.name, spec.schema, values)
+
+    def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:
+        candidates = [d.xid for d in m.candidates]
+        if m.status == "missing_required_attribute":
+            names = ", ".join(dict.fromkeys(k.split(":", 1)[1] for k in m.missing))
+            self.deadletter("missing_required_attribute", f"missing: {names}", source_file, line, raw, rec, candidates)
+        elif m.status == "ambiguous":
+            self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
+        else:
+            detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
+                      f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
+            self.deadletter("no_match", detail, source_file, line, raw, rec, candidates)
+
+    def resolve(self, rec: Record, m: Match) -> Match:
+        """Several candidates, none derived from the others: their data schemas decide."""
+        value = None if rec.data is MISSING else rec.data
+        valid, notes = [], []
+        for d in m.candidates:
+            check = self.validators.get(d.idx)
+            if check is None:
+                spec = validator_spec(self.plan.tables[d.idx])
+                if spec is None:
+                    notes.append(f"{d.xid}: no schema to decide with")
+                    continue
+                check = self.validators[d.idx] = make_validator(spec)
+            problems = check(value)
+            if problems:
+                notes.append(f"{d.xid}: {problems[0]}")
+            else:
+                valid.append(d)
+        if len(valid) == 1:
+            from .matcher import placeholder_pairs
+
+            return Match("matched", valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec.fields)))
+        m.detail = f"{len(valid)} of {len(m.candidates)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else "")
+        return m
+
+
+_cache: dict = {}
+
+
+def classifier_for(plan: Plan) -> Classifier:
+    """One compiled classifier per run in a worker process (Python workers are reused across tasks)."""
+    key = plan.run
+    if key not in _cache:
+        _cache.clear()
+        _cache[key] = Classifier(plan)
+    return _cache[key]
+
+
+def task_output(task: int, result: TaskResult) -> dict:
+    return {"task": task, "records": result.records, "files": result.files, "rows": result.rows,
+            "tallies": result.tallies, "deadletter": result.deadletter, "per_file": result.per_file,
+            "pid": os.getpid()}
+

@@ -1,0 +1,203 @@
+"""The protocol bindings of landed records, one declarative entry each (landing-zone.md "Record
+kinds", and each protocol's CloudEvents binding).
+
+An entry says how a record of that kind is recognised (`protocol` value prefix, or Kafka's
+`topic` + `offset`), which member holds its headers or properties and with which prefix they
+carry CloudEvents attributes, where its content type and payload are, what its address is (the
+option message definitions are indexed by), its metadata columns in the per-message tables, the
+`opt:` fields its protocol options are matched against, and the scalars kept in
+`protocol_metadata` for definitions that accept any binding. records.py reads a record through
+its entry, message_table.py takes the columns from here, the matcher the address.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, MapType, StringType, TimestampType
+
+from .jsonvalues import as_int, as_text, name_value_map
+
+TEXT_MAP = MapType(StringType(), StringType(), True)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: DataType
+    comment: str
+    get: Callable[[dict, dict, dict], Any]  # (record, headers, properties) -> value
+    scalar: bool = True  # kept in `protocol_metadata` (text) for any-binding definitions
+
+
+@dataclass(frozen=True)
+class Binding:
+    kind: str  # record kind
+    family: str  # the catalog's protocol family (KAFKA, MQTT, ...)
+    header_member: str | None  # the record member holding headers / properties
+    ce_prefixes: tuple[str, ...]  # lower-case header prefixes of CloudEvents attributes ("" = all)
+    content_type: Callable[[dict, dict, dict], Any]
+    payload_members: tuple[str, ...]  # the first present one is the payload
+    base64_member: str | None  # the payload as base64, when it is not text
+    address_option: str | None  # the option naming where a message goes
+    address: Callable[[dict, dict, dict], Any]
+    columns: tuple[Column, ...]
+    options: Callable[[dict, dict, dict], dict]  # option name -> value (sections: name -> map)
+    protocol_name: Callable[[dict], str | None] = lambda rec: as_text(rec.get("protocol"))
+
+
+def _member(name: str) -> Callable[[dict, dict, dict], Any]:
+    return lambda rec, headers, props: as_text(rec.get(name))
+
+
+def _without(headers: dict, prefixes: tuple[str, ...]) -> dict:
+    return {k: v for k, v in headers.items() if not k.startswith(prefixes)}
+
+
+def _bool(value) -> bool | None:
+    text = as_text(value)
+    return {"true": True, "false": False}.get(text.lower()) if text is not None else None
+
+
+def _millis(value) -> dt.datetime | None:
+    millis = as_int(value)
+    if millis is None:
+        return None
+    try:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
+    except OverflowError:
+        return None
+
+
+def amqp_properties(rec: dict) -> dict:
+    """AMQP `properties`: names lower-case with `-` (message-id, content-type), values as text."""
+    raw = rec.get("properties")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k).lower().replace("_", "-"): as_text(v) for k, v in raw.items()}
+
+
+KAFKA = Binding(
+    kind="kafka", family="KAFKA", header_member="headers", ce_prefixes=("ce_",),
+    content_type=lambda rec, h, p: h.get("content-type"),
+    payload_members=("payload", "value"), base64_member="payload_base64",
+    address_option="topic", address=_member("topic"),
+    columns=(
+        Column("kafka_topic", StringType(), "Kafka topic.", _member("topic")),
+        Column("kafka_partition", IntegerType(), "Kafka partition.", lambda rec, h, p: as_int(rec.get("partition"), 32)),
+        Column("kafka_offset", LongType(), "Offset within the partition.", lambda rec, h, p: as_int(rec.get("offset"))),
+        Column("kafka_key", StringType(), "Record key (text, or base64 when binary).",
+               lambda rec, h, p: as_text(rec["key"]) if rec.get("key") is not None else as_text(rec.get("key_base64"))),
+        Column("kafka_timestamp", TimestampType(), "Record timestamp.",
+               lambda rec, h, p: _millis(rec["ts"] if rec.get("ts") is not None else rec.get("timestamp"))),
+        Column("kafka_headers", TEXT_MAP, "Record headers other than CloudEvents attributes.",
+               lambda rec, h, p: _without(h, ("ce_", "content-type")), scalar=False),
+    ),
+    options=lambda rec, h, p: {"topic": as_text(rec.get("topic")), "partition": as_text(as_int(rec.get("partition"), 32)),
+                               "key": as_text(rec["key"]) if rec.get("key") is not None else as_text(rec.get("key_base64")),
+                               "headers": h},
+    protocol_name=lambda rec: "KAFKA",
+)
+
+MQTT = Binding(
+    kind="mqtt", family="MQTT", header_member="user_properties", ce_prefixes=("",),  # MQTT 5: properties named as the attributes
+    content_type=lambda rec, h, p: as_text(rec.get("content_type")),
+    payload_members=("payload", "value"), base64_member="payload_base64",
+    address_option="topic_name", address=_member("topic_name"),
+    columns=(
+        Column("mqtt_topic_name", StringType(), "MQTT topic name.", _member("topic_name")),
+        Column("mqtt_qos", IntegerType(), "MQTT quality of service (0, 1, 2).", lambda rec, h, p: as_int(rec.get("qos"), 32)),
+        Column("mqtt_retain", BooleanType(), "MQTT retain flag.", lambda rec, h, p: _bool(rec.get("retain"))),
+        Column("mqtt_content_type", StringType(), "MQTT 5 content type.", _member("content_type")),
+        Column("mqtt_user_properties", TEXT_MAP, "MQTT 5 user properties other than CloudEvents attributes.",
+               lambda rec, h, p: h, scalar=False),
+    ),
+    options=lambda rec, h, p: {"topic_name": as_text(rec.get("topic_name")), "qos": as_text(as_int(rec.get("qos"), 32)),
+                               "retain": as_text(_bool(rec.get("retain"))), "content_type": as_text(rec.get("content_type")),
+                               "user_properties": h},
+)
+
+AMQP = Binding(
+    kind="amqp", family="AMQP", header_member="application_properties", ce_prefixes=("cloudevents:", "cloudevents_"),
+    content_type=lambda rec, h, p: p.get("content-type"),
+    payload_members=("body",), base64_member="body_base64",
+    address_option=None, address=lambda rec, h, p: p.get("to") if p.get("to") is not None else p.get("subject"),
+    columns=(
+        Column("amqp_message_id", StringType(), "AMQP properties message-id.", lambda rec, h, p: p.get("message-id")),
+        Column("amqp_to", StringType(), "AMQP properties to (address).", lambda rec, h, p: p.get("to")),
+        Column("amqp_subject", StringType(), "AMQP properties subject.", lambda rec, h, p: p.get("subject")),
+        Column("amqp_content_type", StringType(), "AMQP properties content-type.", lambda rec, h, p: p.get("content-type")),
+        Column("amqp_application_properties", TEXT_MAP, "AMQP application properties other than CloudEvents attributes.",
+               lambda rec, h, p: _without(h, ("cloudevents:", "cloudevents_")), scalar=False),
+        Column("amqp_message_annotations", TEXT_MAP, "AMQP message annotations.",
+               lambda rec, h, p: name_value_map(rec.get("message_annotations")), scalar=False),
+    ),
+    options=lambda rec, h, p: {"properties": p, "application_properties": h,
+                               "message_annotations": name_value_map(rec.get("message_annotations")) or {},
+                               "header": name_value_map(rec.get("header")) or {}},
+)
+
+HTTP = Binding(
+    kind="http", family="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    content_type=lambda rec, h, p: h.get("content-type"),
+    payload_members=("body",), base64_member="body_base64",
+    address_option="path", address=_member("path"),
+    columns=(
+        Column("http_method", StringType(), "HTTP request method.", lambda rec, h, p: (as_text(rec.get("method")) or "").upper() or None),
+        Column("http_path", StringType(), "HTTP request path.", _member("path")),
+        Column("http_query", TEXT_MAP, "HTTP query parameters.", lambda rec, h, p: name_value_map(rec.get("query")), scalar=False),
+        Column("http_headers", TEXT_MAP, "HTTP headers other than CloudEvents attributes.",
+               lambda rec, h, p: _without(h, ("ce-", "ce_", "content-type")), scalar=False),
+    ),
+    options=lambda rec, h, p: {"method": (as_text(rec.get("method")) or "").upper() or None, "path": as_text(rec.get("path")),
+                               "headers": h, "query": name_value_map(rec.get("query")) or {}},
+)
+
+NATS = Binding(
+    kind="nats", family="NATS", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    content_type=lambda rec, h, p: h.get("content-type"),
+    payload_members=("payload", "value"), base64_member="payload_base64",
+    address_option="subject", address=_member("subject"),
+    columns=(
+        Column("nats_subject", StringType(), "NATS subject.", _member("subject")),
+        Column("nats_reply_to", StringType(), "NATS reply subject.", _member("reply_to")),
+        Column("nats_headers", TEXT_MAP, "NATS headers other than CloudEvents attributes.",
+               lambda rec, h, p: _without(h, ("ce-", "ce_", "content-type")), scalar=False),
+    ),
+    options=lambda rec, h, p: {"subject": as_text(rec.get("subject")), "headers": h},
+)
+
+ROCKETMQ = Binding(
+    kind="rocketmq", family="ROCKETMQ", header_member="properties", ce_prefixes=("ce_",),
+    content_type=lambda rec, h, p: h.get("ce_contenttype") if h.get("ce_contenttype") is not None else h.get("ce_datacontenttype"),
+    payload_members=("body",), base64_member="body_base64",
+    address_option="topic", address=_member("topic"),
+    columns=(
+        Column("rocketmq_topic", StringType(), "RocketMQ topic.", _member("topic")),
+        Column("rocketmq_tags", StringType(), "RocketMQ tags.", _member("tags")),
+        Column("rocketmq_keys", StringType(), "RocketMQ keys.", _member("keys")),
+        Column("rocketmq_properties", TEXT_MAP, "RocketMQ properties other than CloudEvents attributes.",
+               lambda rec, h, p: _without(h, ("ce_",)), scalar=False),
+    ),
+    options=lambda rec, h, p: {"topic": as_text(rec.get("topic")), "tags": as_text(rec.get("tags")), "keys": as_text(rec.get("keys"))},
+)
+
+BINDINGS: dict[str, Binding] = {b.kind: b for b in (KAFKA, MQTT, AMQP, HTTP, NATS, ROCKETMQ)}
+BY_FAMILY: dict[str, Binding] = {b.family: b for b in BINDINGS.values()}
+# the `protocol` member's value (upper-cased prefix) -> record kind; Kafka records have none
+PROTOCOL_PREFIXES = {"MQTT": "mqtt", "AMQP": "amqp", "HTTP": "http", "NATS": "nats", "ROCKETMQ": "rocketmq"}
+
+
+def binding_of(rec: dict) -> Binding | None:
+    """The binding a JSON object is a record of, or None (a structured CloudEvent, or not an event)."""
+    protocol = rec.get("protocol")
+    if protocol is not None:
+        head = as_text(protocol).upper()
+        for prefix, kind in PROTOCOL_PREFIXES.items():
+            if head.startswith(prefix):
+                return BINDINGS[kind]
+    if rec.get("topic") is not None and as_int(rec.get("offset")) is not None:
+        return KAFKA
+    return None

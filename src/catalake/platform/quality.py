@@ -1,0 +1,257 @@
+"""Data quality from the classification pass: the suite's expectations evaluated on every record.
+
+The classifier builds each matched record's table row (typed as Great Expectations would see
+it: a value of the wrong JSON kind is null, see payload.py) and evaluates its table's
+expectations on it (`SuiteCheck`), with GX's semantics: a row outside an expectation's row
+condition is not evaluated; null values are `missing` and not unexpected, except for
+`not_be_null`; regexes search (Spark's `rlike`). ERROR expectations are evaluated on every
+matched record (a failure dead-letters it as `schema_violation`, naming the expectation), WARN
+ones on the records that were kept.
+
+Counts add up per task and per table (`Tally`, plain data that merges); `results` turns them into
+GX's own result numbers: element_count, unexpected_count, unexpected_percent (of the non-null
+values, of all rows for `not_be_null`), missing_count, and a few examples with their file and
+line. `type` failures (a value of the wrong JSON kind, payload.py) are counted beside the
+suite's expectations: a typed table column cannot hold them, so no GX expectation can.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .expectations import (
+    BETWEEN,
+    ERROR,
+    IN_SET,
+    LENGTHS_BETWEEN,
+    MATCH_REGEX,
+    NOT_NULL,
+    OF_TYPE,
+    Expectation,
+)
+from .payload import shown
+
+EXAMPLES = 5
+TYPE_RULE = "type"
+
+
+def _get(row: dict, path: tuple[str, ...]):
+    value = row.get(path[0])
+    for name in path[1:]:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value
+
+
+def _between(e: Expectation, measure: Callable[[Any], Any]) -> Callable[[Any], bool]:
+    low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+    strict_low, strict_high = e.kwargs.get("strict_min", False), e.kwargs.get("strict_max", False)
+
+    def unexpected(value) -> bool:
+        x = measure(value)
+        if low is not None and (x <= low if strict_low else x < low):
+            return True
+        return high is not None and (x >= high if strict_high else x > high)
+
+    return unexpected
+
+
+def _predicate(e: Expectation) -> Callable[[Any], bool] | None:
+    """`unexpected(value)` for a non-null value (None: the expectation has no per-row test)."""
+    if e.type == IN_SET:
+        allowed = list(e.kwargs["value_set"])
+        return lambda value: value not in allowed
+    if e.type == BETWEEN:
+        return _between(e, len if e.measure == "size" else (lambda v: v))
+    if e.type == LENGTHS_BETWEEN:
+        return _between(e, len)
+    if e.type == MATCH_REGEX:
+        try:
+            regex = re.compile(e.kwargs["regex"])
+        except re.error:
+            return lambda value: True  # GX fails such an expectation too
+        return lambda value: regex.search(value if isinstance(value, str) else str(value)) is None
+    return None
+
+
+def _message(e: Expectation, value) -> str:
+    """What a dead-letter detail says about one failed expectation."""
+    key = e.key
+    if e.type == NOT_NULL:
+        return "data: the payload is required by the data schema" if key == "data" else f"{key}: is a required property"
+    if e.type == IN_SET:
+        values = e.kwargs["value_set"]
+        if len(values) == 1 and e.source.endswith("const"):
+            return f"{key}: {shown(value)} was expected to be {values[0]!r}"
+        return f"{key}: {shown(value)} is not one of {values}"
+    if e.type in (BETWEEN, LENGTHS_BETWEEN):
+        low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+        x = len(value) if e.measure == "size" or e.type == LENGTHS_BETWEEN else value
+        below = low is not None and (x <= low if e.kwargs.get("strict_min") else x < low)
+        if e.measure == "size":
+            return f"{key}: has fewer than {low} items" if below else f"{key}: has more than {high} items"
+        if e.type == LENGTHS_BETWEEN:
+            return f"{key}: {shown(value)} is shorter than {low}" if below else f"{key}: {shown(value)} is longer than {high}"
+        if below:
+            text = "is less than or equal to the minimum of" if e.kwargs.get("strict_min") else "is less than the minimum of"
+            return f"{key}: {shown(value)} {text} {low}"
+        text = "is greater than or equal to the maximum of" if e.kwargs.get("strict_max") else "is greater than the maximum of"
+        return f"{key}: {shown(value)} {text} {high}"
+    if e.type == MATCH_REGEX:
+        return f"{key}: {shown(value)} does not match {e.kwargs['regex']!r}"
+    return f"{key}: fails {e.type}"
+
+
+@dataclass
+class Counts:
+    """One expectation's numbers in one partition (merged across tasks)."""
+
+    evaluated: int = 0
+    missing: int = 0
+    unexpected: int = 0
+    examples: list = field(default_factory=list)  # [value, source_file, source_line]
+
+    def add_example(self, value, source_file: str, source_line: int) -> None:
+        if len(self.examples) < EXAMPLES:
+            self.examples.append([_plain(value), source_file, source_line])
+
+    def merge(self, other: "Counts") -> None:
+        self.evaluated += other.evaluated
+        self.missing += other.missing
+        self.unexpected += other.unexpected
+        self.examples = (self.examples + other.examples)[:EXAMPLES]
+
+
+def _plain(value):
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return shown(value)
+
+
+class SuiteCheck:
+    """A table's expectations compiled for the classifier: `check(row)` counts and returns the
+    failed ERROR expectations of one record's row."""
+
+    def __init__(self, expectations: list[Expectation]):
+        self.expectations = expectations
+        compiled = [(i, e, _predicate(e)) for i, e in enumerate(expectations)]
+        self.errors = [c for c in compiled if c[1].severity == ERROR]
+        self.warnings = [c for c in compiled if c[1].severity != ERROR]
+        self.reset()
+
+    def reset(self) -> None:
+        """Counting starts again (a worker classifies several tasks with one compiled check)."""
+        self.counts = [Counts() for _ in self.expectations]
+        self.types = Counts()  # the `type` rule: values of the wrong JSON kind
+        self.rejected = 0  # records of the table dead-lettered (schema_violation, malformed_payload)
+        self.used = False
+
+    def _evaluate(self, items, row: dict, source_file: str, source_line: int, failed: list | None) -> None:
+        for i, e, unexpected in items:
+            if e.guard and any(_get(row, g) is None for g in e.guard):
+                continue
+            counts = self.counts[i]
+            counts.evaluated += 1
+            value = _get(row, e.path)
+            if e.type == NOT_NULL:
+                bad = value is None
+            elif value is None:
+                counts.missing += 1
+                continue
+            else:
+                bad = unexpected is not None and unexpected(value)
+            if bad:
+                counts.unexpected += 1
+                counts.add_example(value if e.measure is None else len(value), source_file, source_line)
+                if failed is not None:
+                    failed.append((e, value))
+
+    def check(self, row: dict, type_errors: list, source_file: str, source_line: int) -> list[tuple[Expectation, Any]]:
+        """Evaluates the ERROR expectations (and `type`) of a matched record's row; returns the failures."""
+        failed: list = []
+        self.used = True
+        self._evaluate(self.errors, row, source_file, source_line, failed)
+        self.types.evaluated += 1
+        if type_errors:
+            self.types.unexpected += 1
+            self.types.add_example(type_errors[0][1], source_file, source_line)
+        return failed
+
+    def kept(self, row: dict, source_file: str, source_line: int) -> None:
+        """Evaluates the WARN expectations of a row that was written to the table."""
+        self._evaluate(self.warnings, row, source_file, source_line, None)
+
+    def tally(self) -> dict:
+        """The counts as plain data: {"expectations": [[evaluated, missing, unexpected, examples]...], "type": [...]}."""
+        return {"expectations": [[c.evaluated, c.missing, c.unexpected, c.examples] for c in self.counts],
+                "type": [self.types.evaluated, self.types.missing, self.types.unexpected, self.types.examples],
+                "rejected": self.rejected}
+
+
+def merge_tallies(tallies: list[dict], size: int) -> tuple[list[Counts], Counts, int]:
+    """Per-task tallies of one table -> its partition's counts per expectation, for `type`, and
+    the records rejected."""
+    counts, types = [Counts() for _ in range(size)], Counts()
+    for tally in tallies:
+        for c, (evaluated, missing, unexpected, examples) in zip(counts, tally["expectations"]):
+            c.merge(Counts(evaluated, missing, unexpected, examples))
+        types.merge(Counts(*tally["type"]))
+    return counts, types, sum(t["rejected"] for t in tallies)
+
+
+def failure_detail(type_errors: list, failed: list[tuple[Expectation, Any]], limit: int) -> tuple[str, list[str]]:
+    """A dead-letter row's detail (the first `limit` messages) and the ids of every rule broken.
+
+    A value of the wrong kind is also null to a not-null expectation: that expectation is
+    counted and named, but its message would only repeat the type error."""
+    typed_wrong = {rule.rsplit(":", 1)[0] for rule, _ in type_errors}
+    messages = [m for _, m in type_errors]
+    messages += [_message(e, v) for e, v in failed if not (e.type == NOT_NULL and e.key in typed_wrong)]
+    ids = list(dict.fromkeys([rule for rule, _ in type_errors] + [e.id for e, _ in failed]))
+    return "; ".join(messages[:limit]), ids
+
+
+@dataclass
+class ExpectationResult:
+    """One expectation's outcome in a partition, with GX's numbers."""
+
+    expectation: Expectation
+    success: bool
+    element_count: int
+    unexpected_count: int
+    missing_count: int | None
+    unexpected_percent: float | None
+    examples: list
+
+    @property
+    def severity(self) -> str:
+        return self.expectation.severity
+
+    def as_json(self) -> dict:
+        e = self.expectation
+        return {"id": e.id, "type": e.type, "column": e.column, "rule": e.rule, "severity": e.severity,
+                "success": self.success, "evaluated": self.element_count, "unexpected_count": self.unexpected_count,
+                "unexpected_percent": self.unexpected_percent, "examples": self.examples}
+
+
+def results(expectations: list[Expectation], counts: list[Counts]) -> list[ExpectationResult]:
+    """GX's result numbers (`_format_map_output`) from the pass's counts."""
+    out = []
+    for e, c in zip(expectations, counts):
+        if e.type == OF_TYPE:  # an aggregate GX expectation: the column's type, true by construction
+            out.append(ExpectationResult(e, True, c.evaluated, 0, None, None, []))
+            continue
+        if e.type == NOT_NULL:
+            missing, percent = None, (c.unexpected / c.evaluated * 100 if c.evaluated else None)
+        else:
+            missing = c.missing
+            nonnull = c.evaluated - c.missing
+            percent = c.unexpected / nonnull * 100 if nonnull else None
+        out.append(ExpectationResult(e, c.unexpected == 0, c.evaluated, c.unexpected, missing, percent, c.examples))
+    return out
