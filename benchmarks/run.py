@@ -1,18 +1,21 @@
-"""Classification benchmark (issue 4): `catalake run` against a plain Spark baseline.
+"""Classification at scale (issue 15): `catalake run` against what a user would write instead.
 
-    python benchmarks/run.py --records 100000 --definitions 10 100 1000 [--work DIR]
+    python benchmarks/run.py --records 100000 1000000 --definitions 10 100 1000 [--repeats 2] [--work DIR]
 
-For each size: demo-shaped events for one day (the demo generator, scaled), catalogs of N
-definitions (the demo's 9 plus synthetic ones with their own types and schemas), then
+For each (N definitions, R records) cell of the workload in workload.py (N types fed evenly, 0.1%
+bad records), in one benchmark run and on the same files:
 
-* baseline: plain Spark on the same files: read -> parse JSON -> write Parquet, no classification;
-* catalake: `catalake run --date D --json --no-analytics` (a Dagster run in a fresh process),
-  timed on a second run of the partition (tables already created; the first run's time is
-  reported too), or on the first only with `--runs 1`;
+* loop: the plain Python loop of baselines.py (orjson, jsonschema, write_deltalake per type);
+* spark: the hand-written PySpark job of baselines.py (one job, written partitioned by type);
+* catalake: `catalake run --date D --json --no-analytics` in a fresh process (the catalog job and
+  the partition run: classification, quality results, commits, Dagster events), on a warehouse
+  whose tables exist (a first run is made and not timed), so each cell times the steady state.
 
-wall time, records/s and the peak RSS of the driver (the Python process, its JVM and the PySpark
-Python workers, from /proc, sampled every 0.5 s; in total and per kind of process). Results are
-printed as JSON lines.
+Runs of a cell are interleaved (loop, spark, catalake, loop, ...) and the minimum of the repeats
+is reported, with records/s and the peak RSS of each process tree (sampled every 0.5 s), in
+total and per kind of process (jvm, python, python_workers). Spark jobs are counted from the
+catalake run's Spark event log: all of them, and those of the classification pass (its job
+group). Results are printed as JSON lines.
 """
 
 from __future__ import annotations
@@ -26,47 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEMO_CATALOG = REPO / "src" / "catalake" / "demo" / "catalog"
-DAY = "2026-11-20"
-RECORDS_PER_RIDE = 3.0  # the demo generator: started, ended, paid per ride, plus dock reports
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workload import DAY, write  # noqa: E402
 
-
-def synthetic_catalog(target: Path, definitions: int) -> Path:
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(DEMO_CATALOG, target)
-    extra = max(definitions - 9, 0)
-    messages = {
-        f"bench.synthetic.Event{i}": {
-            "envelope": "CloudEvents/1.0",
-            "envelopemetadata": {
-                "type": {"value": f"bench.synthetic.Event{i}"},
-                "source": {"type": "uritemplate", "value": "https://bench.example/{tenant}/devices/{device}"},
-            },
-            "dataschemaformat": "JsonSchema/draft-07",
-            "dataschema": {"type": "object", "required": ["device", "value"],
-                           "properties": {"device": {"type": "string"}, "value": {"type": "number", "minimum": 0},
-                                          "unit": {"enum": ["C", "F"]}}},
-        }
-        for i in range(extra)
-    }
-    if messages:
-        doc = {"specversion": "1.0-rc2", "messagegroups": {"bench.synthetic": {"messages": messages}}}
-        (target / "synthetic.xreg.json").write_text(json.dumps(doc))
-    return target
-
-
-def landing(target: Path, records: int) -> Path:
-    if not (target / DAY).is_dir():
-        rides = max(int(records / RECORDS_PER_RIDE), 1)
-        subprocess.run([sys.executable, "-m", "catalake.demo.generate", str(target), "--start", DAY, "--days", "1",
-                        "--rides", str(rides)], check=True, stdout=subprocess.DEVNULL)
-    return target
+HERE = Path(__file__).resolve().parent
 
 
 def _kind(pid: int) -> str:
-    """What a process of the driver tree is: the JVM, a PySpark Python worker, or other Python."""
+    """What a process of a tree is: the JVM, a PySpark Python worker, or other Python."""
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     if argv and Path(argv[0].decode(errors="replace")).name == "java":
         return "jvm"
@@ -76,10 +46,8 @@ def _kind(pid: int) -> str:
 
 
 def _tree_rss_kib(pid: int) -> dict[str, int]:
-    """RSS of a process and all its descendants (the driver's Python, its JVM and the Python
-    workers), by kind, from /proc."""
+    """RSS of a process and all its descendants, by kind, from /proc."""
     by_kind: dict[str, int] = {}
-    todo = [pid]
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -88,6 +56,7 @@ def _tree_rss_kib(pid: int) -> dict[str, int]:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
+    todo = [pid]
     while todo:
         p = todo.pop()
         todo += children.get(p, [])
@@ -102,8 +71,7 @@ def _tree_rss_kib(pid: int) -> dict[str, int]:
 
 
 def measure(cmd: list[str], env: dict) -> tuple[float, dict[str, int], str]:
-    """(wall seconds, peak RSS in MiB of the process tree sampled every 0.5 s: "total" and the
-    peak of each kind of process, stdout)."""
+    """(wall seconds, peak RSS in MiB of the process tree: "total" and per kind, stdout)."""
     start = time.perf_counter()
     with open(os.devnull, "w") as devnull:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=devnull, text=True)
@@ -120,61 +88,70 @@ def measure(cmd: list[str], env: dict) -> tuple[float, dict[str, int], str]:
     return wall, peak, out
 
 
-BASELINE = r'''
-import sys, os
-from pathlib import Path
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-from catalake.platform.spark import build_session
-from pyspark.sql import functions as F
-root, out = Path(sys.argv[1]), sys.argv[2]
-spark = build_session("local[*]", app_name="baseline")
-files = sorted(str(p) for p in root.iterdir() if p.name.endswith((".jsonl", ".jsonl.gz")))
-docs = sorted(str(p) for p in root.iterdir() if p.name.endswith(".json"))
-lines = spark.read.text(files).select(F.expr("try_parse_json(value)").alias("v"))
-batch = spark.read.text(docs, wholetext=True).select(F.explode(F.expr("try_variant_get(try_parse_json(value), '$', 'array<variant>')")).alias("v"))
-lines.unionByName(batch).select(F.to_json("v").alias("record")).write.mode("overwrite").parquet(out)
-print(spark.read.parquet(out).count())
-'''
+def spark_jobs(event_logs: Path) -> dict[str, int]:
+    """Jobs in the Spark event log(s) of one run: all, and those of the classification pass."""
+    jobs = {"all": 0, "classification": 0}
+    for log in event_logs.iterdir():
+        for line in log.read_text().splitlines():
+            if '"Event":"SparkListenerJobStart"' in line:
+                jobs["all"] += 1
+                group = json.loads(line).get("Properties", {}).get("spark.jobGroup.id") or ""
+                jobs["classification"] += group.startswith("catalake-classify")
+    return jobs
 
 
 def _rss(peak: dict[str, int]) -> dict:
     return {"peak_rss_mib": peak.get("total"), "peak_rss_mib_by_process": {k: v for k, v in peak.items() if k != "total"}}
 
 
+def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]:
+    catalog, landing = write(work, definitions, records)
+    day = landing / DAY
+    warehouse = work / f"warehouse-{definitions}-{records}"
+    events = work / "spark-events"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    (work / "dagster_home").mkdir(exist_ok=True)
+    env = {**os.environ, "CATALAKE_CATALOG": str(catalog), "CATALAKE_LANDING": str(landing),
+           "CATALAKE_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work / "dagster_home")}
+    catalake = [str(Path(sys.executable).parent / "catalake"), "run", "--date", DAY, "--json", "--no-analytics"]
+    measure(catalake, env)  # the tables exist afterwards; not timed
+    runs: dict[str, list] = {"loop": [], "spark": [], "catalake": []}
+    for _ in range(repeats):
+        out = work / "baseline-out"
+        for kind in ("loop", "spark"):
+            shutil.rmtree(out, ignore_errors=True)
+            wall, rss, stdout = measure([sys.executable, str(HERE / "baselines.py"), kind, str(catalog), str(day), str(out)], dict(os.environ))
+            runs[kind].append((wall, rss, {"records": int(stdout.strip().splitlines()[-1])}))
+        shutil.rmtree(events, ignore_errors=True)
+        events.mkdir()
+        conf = f"spark.eventLog.enabled=true spark.eventLog.dir={events}"
+        wall, rss, stdout = measure(catalake, {**env, "CATALAKE_SPARK_CONF": conf})
+        result = json.loads(stdout.strip().splitlines()[-1])
+        runs["catalake"].append((wall, rss, {"records": result["records"], "deadletter": result["deadletter"],
+                                             "tables_fed": sum(1 for n in result["tables"].values() if n),
+                                             "spark_jobs": spark_jobs(events)}))
+    rows = []
+    for kind, measured in runs.items():
+        wall, rss, extra = min(measured, key=lambda m: m[0])
+        rows.append({"run": kind, "definitions": definitions, "records": records, "seconds": round(wall, 1),
+                     "all_seconds": [round(m[0], 1) for m in measured],
+                     "records_per_second": round(extra["records"] / wall), **_rss(rss), **extra})
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, nargs="+", default=[100_000])
     parser.add_argument("--definitions", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--work", default="/tmp/catalake-bench")
-    parser.add_argument("--runs", type=int, choices=(1, 2), default=2,
-                        help="2: time the second run of the partition (tables exist); 1: the first only")
     args = parser.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    catalake = str(Path(sys.executable).parent / "catalake")
     for records in args.records:
-        land = landing(work / f"landing-{records}", records)
-        wall, rss, out = measure([sys.executable, "-c", BASELINE, str(land / DAY), str(work / "baseline.parquet")], dict(os.environ))
-        count = int(out.strip().splitlines()[-1])
-        print(json.dumps({"run": "baseline", "records": count, "seconds": round(wall, 1), **_rss(rss)}), flush=True)
         for definitions in args.definitions:
-            catalog = synthetic_catalog(work / f"catalog-{definitions}", definitions)
-            warehouse = work / f"warehouse-{records}-{definitions}"
-            shutil.rmtree(warehouse, ignore_errors=True)
-            env = {**os.environ, "CATALAKE_CATALOG": str(catalog), "CATALAKE_LANDING": str(land),
-                   "CATALAKE_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work / "dagster_home")}
-            (work / "dagster_home").mkdir(exist_ok=True)
-            first = None
-            if args.runs > 1:
-                first, _, _ = measure([catalake, "run", "--date", DAY, "--json", "--no-analytics"], env)
-            wall, rss, out = measure([catalake, "run", "--date", DAY, "--json", "--no-analytics"], env)
-            result = json.loads(out.strip().splitlines()[-1])
-            print(json.dumps({
-                "run": "catalake", "records": result["records"], "definitions": definitions,
-                "seconds": round(wall, 1), "first_run_seconds": first and round(first, 1),
-                "records_per_second": round(result["records"] / wall), **_rss(rss),
-                "deadletter": result["deadletter"],
-            }), flush=True)
+            for row in cell(work, definitions, records, args.repeats):
+                print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

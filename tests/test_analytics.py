@@ -73,7 +73,10 @@ def test_partition_run_materializes_and_checks(demo):
     assert details["data.distance_m:range"]["examples"] == [
         {"value": -5, "source_file": str(DEMO_DIR / "landing" / "2026-11-20" / "rides-http.jsonl"), "source_line": 27}]
     assert dock["data_docs"].value == str(warehouse / "gx/uncommitted/data_docs/local_site/index.html")
+    # the analytics job's data_docs asset rendered the day's validation pages
     assert (warehouse / "gx/uncommitted/data_docs/local_site/index.html").exists()
+    pages = list((warehouse / "gx/uncommitted/data_docs/local_site/validations/bikeshare_rides__rideended").rglob("*.html"))
+    assert sorted(p.name for p in pages) == ["bikeshare_rides__rideended-2026-11-20.html", "bikeshare_rides__rideended-2026-11-21.html"]
 
 
 def test_dbt_sources_are_current():
@@ -86,7 +89,7 @@ def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):
     _, _, runs = demo
     run = runs["analytics 2026-11-21"]
     models = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
-    assert models == {"events_daily", "deadletter_daily", "catalog_coverage", "ride_lifecycle"}
+    assert models == {"events_daily", "deadletter_daily", "catalog_coverage", "ride_lifecycle", "data_docs"}
     checks = run.get_asset_check_evaluations()
     assert len(checks) == 9 and all(c.passed for c in checks)
     assert {c.check_name for c in checks} >= {"unique_catalog_coverage_message_xid", "not_null_ride_lifecycle_ride_id"}

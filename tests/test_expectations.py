@@ -28,7 +28,7 @@ from catalake.platform.expectations import (
     rule_required_attributes,
     rule_uritemplates,
     suite_json,
-    write_suites,
+    sync_suites,
 )
 from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
@@ -182,18 +182,21 @@ def test_every_expectation_names_its_catalog_rule(shop):
 
 
 def test_suite_files_are_stable_and_round_trip(shop, tmp_path):
-    suites = [build_suite(t) for t in shop[2].values()]
-    assert write_suites(tmp_path, suites) == {"shop__order": "written", "shop__tick": "written"}
+    tables = list(shop[2].values())
+    outcome, counts, written = sync_suites(tmp_path, tables)
+    assert outcome == {"shop__order": "written", "shop__tick": "written"} and len(written) == 2
+    assert counts["shop__order"] == len(build_suite(tables[0]).expectations)
     first = (tmp_path / "shop__order.json").read_bytes()
-    # regenerated from the same catalog: nothing rewritten, byte-identical
-    assert write_suites(tmp_path, [build_suite(t) for t in shop[2].values()]) == {"shop__order": "unchanged", "shop__tick": "unchanged"}
+    # regenerated from the same catalog: nothing rebuilt or rewritten, byte-identical
+    assert sync_suites(tmp_path, tables)[::2] == ({"shop__order": "unchanged", "shop__tick": "unchanged"}, [])
     assert (tmp_path / "shop__order.json").read_bytes() == first
     # GX's own serialization: the file loads back into an equal suite
     loaded = load_suite(tmp_path / "shop__order.json")
     assert suite_json(loaded) == first.decode()
-    # a definition gone from the catalog: its suite file goes too
-    assert write_suites(tmp_path, suites[:1])["shop__tick"] == "removed"
-    assert not (tmp_path / "shop__tick.json").exists()
+    # a file edited by hand is rewritten; a definition gone from the catalog: its suite file goes too
+    (tmp_path / "shop__order.json").write_text("{}")
+    assert sync_suites(tmp_path, tables[:1])[0] == {"shop__order": "written", "shop__tick": "removed"}
+    assert not (tmp_path / "shop__tick.json").exists() and (tmp_path / "shop__order.json").read_bytes() == first
 
 
 # -- validation on Spark

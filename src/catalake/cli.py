@@ -76,6 +76,48 @@ def _days(args) -> list:
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
 
 
+def _start_spark(settings: Settings) -> None:
+    """Boot the Spark session and its Python workers in a thread while the code location loads:
+    every run needs them (a cold first job costs about 4 s), and the Dagster resource's own
+    request then gets this same session."""
+    import threading
+
+    from catalake.platform.spark import build_session, warm_up
+
+    def start() -> None:
+        warm_up(build_session(settings.spark_master, "catalake", dict(settings.spark_conf)))
+
+    threading.Thread(target=start, daemon=True, name="spark-start").start()
+
+
+def _catalog_current(instance, settings: Settings) -> bool:
+    """Whether `message_catalog` was last materialized from this very catalog (same definitions,
+    same derived schemas) into this warehouse, whose tables and suites are still there."""
+    from dagster import AssetKey
+    from deltalake import DeltaTable
+
+    from catalake.platform.catalog import CatalogError
+    from catalake.platform.catalog_table import CATALOG_TABLE
+    from catalake.platform.config import SUITES_DIR
+    from catalake.platform.message_table import catalog_fingerprint, message_tables
+
+    event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
+    if event is None or event.asset_materialization is None:
+        return False
+    metadata = event.asset_materialization.metadata
+    stored = metadata.get("catalog_fingerprint")
+    path = metadata.get("path")
+    if stored is None or path is None or path.value != str(settings.warehouse / CATALOG_TABLE):
+        return False
+    try:
+        tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    except CatalogError:
+        return False
+    suites = settings.warehouse / SUITES_DIR
+    return (stored.value == catalog_fingerprint(tables) and DeltaTable.is_deltatable(path.value)
+            and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
+
+
 def _run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
@@ -87,12 +129,17 @@ def _run(args) -> int:
     from catalake.definitions import build_definitions
 
     days = _days(args)
-    defs = build_definitions(Settings.from_env())
+    settings = Settings.from_env()
+    _start_spark(settings)
+    defs = build_definitions(settings)
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
-    catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False)
-    if not catalog_run.success:
-        print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
-        return 1
+    if _catalog_current(instance, settings):
+        print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
+    else:
+        catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False)
+        if not catalog_run.success:
+            print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
+            return 1
     events_job = defs.resolve_job_def("events_job")
     status = 0
     for day in days:

@@ -4,6 +4,7 @@ from dagster import Definitions, in_process_executor
 
 from catalake.assets import (
     build_analytics_job,
+    build_data_docs_asset,
     build_dbt_assets,
     build_daily_schedule,
     build_events_asset,
@@ -15,6 +16,7 @@ from catalake.assets import (
     expectation_suites,
     message_catalog,
 )
+from catalake.assets.events import DEADLETTER_KEY
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -24,7 +26,8 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
     return Definitions(
-        assets=[message_catalog, expectation_suites, build_events_asset(settings), build_dbt_assets(partitions)],
+        assets=[message_catalog, expectation_suites, build_events_asset(settings), build_dbt_assets(partitions),
+                build_data_docs_asset(partitions, DEADLETTER_KEY)],
         jobs=[catalake_job, events_job, build_analytics_job(partitions)],
         schedules=[build_daily_schedule(events_job)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions)],

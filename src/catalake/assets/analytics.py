@@ -85,7 +85,7 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition):
 def build_analytics_job(partitions_def: DailyPartitionsDefinition):
     return define_asset_job(
         "analytics_job",
-        selection=AssetSelection.groups("analytics"),
+        selection=AssetSelection.groups("analytics") | AssetSelection.assets("data_docs"),
         partitions_def=partitions_def,
-        description="dbt build of one day's analytics models over the per-message tables.",
+        description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
     )

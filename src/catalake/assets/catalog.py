@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 from catalake.platform.catalog import CatalogError
 from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.evolution import EvolutionError
-from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.message_table import catalog_fingerprint, message_tables, sync_message_tables
 from catalake.platform.report import catalog_rows, markdown_table
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
@@ -77,6 +77,7 @@ def message_catalog(
             "dagster/table_name": CATALOG_TABLE.replace("/", "."),
             "path": MetadataValue.path(store.path(CATALOG_TABLE)),
             "delta_version": result["version"],
+            "catalog_fingerprint": catalog_fingerprint(tables),
             "committed": result["committed"],
             "added": len(result["added"]),
             "changed": len(result["changed"]),

@@ -1,7 +1,10 @@
 """Expectation suites as Dagster asset checks: the adapter from GX 1.x validation results to
 `AssetCheckResult` (dagster-ge only supports GX before 1.0)."""
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
+import warnings
+
+from dagster import AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
+from dagster._utils.warnings import PreviewWarning
 
 from catalake.platform.report import markdown_table
 
@@ -9,11 +12,20 @@ CHECK_NAME = "expectations"
 SHOWN = 50  # expectations listed in the markdown table; all of them are in the JSON
 
 
-def expectation_check_spec(key: AssetKey, suite: str) -> AssetCheckSpec:
-    return AssetCheckSpec(
+def partitioned_check_spec(name: str, **kwargs) -> AssetCheckSpec:
+    """A check with one result per partition (a preview feature of Dagster 1.13: without it a
+    partition run's check result is recorded for no partition)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PreviewWarning)
+        return AssetCheckSpec(name, **kwargs)
+
+
+def expectation_check_spec(key: AssetKey, suite: str, partitions_def=None) -> AssetCheckSpec:
+    return partitioned_check_spec(
         CHECK_NAME,
         asset=key,
         blocking=True,
+        partitions_def=partitions_def,
         description=f"The partition meets the Great Expectations suite `{suite}` generated from the catalog. "
         "A failed ERROR expectation (what the catalog requires) blocks downstream assets; WARN ones only warn.",
     )
@@ -24,6 +36,14 @@ def _example(example) -> str:
     if isinstance(example, dict):
         return f"{example['value']} ({example['source_file'].rsplit('/', 1)[-1]}:{example['source_line']})"
     return str(example)
+
+
+def check_evaluation(key: AssetKey, outcome, partition: str | None) -> AssetCheckEvaluation:
+    """The check result as an event of the partition (the run that computes it need not select
+    the check, see events.py)."""
+    result = check_result(key, outcome)
+    return AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=result.passed, metadata=result.metadata,
+                                severity=result.severity, description=result.description, partition=partition)
 
 
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:

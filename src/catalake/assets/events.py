@@ -2,9 +2,11 @@
 dead-letter table (a multi-asset that can be subset), with the conservation check."""
 
 import datetime as dt
+from pathlib import Path
 
 from dagster import (
     AssetCheckResult,
+    AssetMaterialization,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -19,13 +21,13 @@ from dagster import (
 
 from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_partition, conservation
-from catalake.platform.config import Settings
+from catalake.platform.config import DOCS_INDEX, Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.message_table import PARTITION_COLUMN, message_tables
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
-from .checks import check_result, expectation_check_spec
+from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
 from .messages import CATALOG_KEY, message_specs
 from .metadata import column_schema
 
@@ -52,18 +54,20 @@ def deadletter_spec() -> AssetSpec:
 def build_events_asset(settings: Settings):
     specs = message_specs(settings)
     by_key = {spec.key: spec for spec in specs}
+    partitions = daily_partitions(settings)
 
     @multi_asset(
         name="classify_events",
         specs=[*specs, deadletter_spec()],
-        partitions_def=daily_partitions(settings),
+        partitions_def=partitions,
         can_subset=True,
         check_specs=[
-            *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"]) for spec in specs],
-            AssetCheckSpec(
+            *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
+            partitioned_check_spec(
                 "conservation",
                 asset=DEADLETTER_KEY,
                 blocking=True,
+                partitions_def=partitions,
                 description="Every record read from the partition is in exactly one table: "
                 "records read = rows in the per-message tables + dead-letter rows.",
             )
@@ -82,7 +86,13 @@ def build_events_asset(settings: Settings):
         expectation suite on the records it matched: each table's `expectations` check shows,
         per expectation, the records evaluated, the unexpected ones (dead-lettered for an ERROR
         expectation) and examples with their file and line; the GX data docs show the same
-        results per day. A table the day does not feed (and never fed) is left alone."""
+        results per day. A table the day does not feed (and never fed) is left alone.
+
+        The daily job selects `deadletter` only: the step then writes the whole day and reports
+        the materialization and check of every message table it wrote (selecting all of them
+        would make Dagster plan two events per table before the run starts: 30 s for 1,000
+        tables). Selecting message assets (a subset, from the UI) re-classifies the day for
+        those tables only."""
         day = dt.date.fromisoformat(context.partition_key)
         try:
             catalog = catalog_source.load()
@@ -93,7 +103,9 @@ def build_events_asset(settings: Settings):
         selected = context.selected_asset_keys
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = {t.name for t in tables if key_of[t.name] in selected}
-        if DEADLETTER_KEY in selected:
+        if not only:
+            only = None  # the day: every table and the dead-letter table
+        elif DEADLETTER_KEY in selected:
             only.add(DEADLETTER_TABLE)
         store = warehouse.store(spark.session)
         result = classify_partition(
@@ -101,20 +113,22 @@ def build_events_asset(settings: Settings):
         )
         # Only the tables the run wrote (the day feeds them, or fed them before): with a large
         # catalog most tables see no event on a given day, and recording a materialization and
-        # a check for each would cost more than the classification.
+        # a check for each would cost more than the classification. Logged as events rather
+        # than yielded as outputs: Dagster checks every yielded output against all the others
+        # (quadratic in the number of tables; 80 s for 1,000 of them, benchmarks/RESULTS.md).
         written = [t for t in tables if t.name in result.written]
         for table in written:
-            rows = result.tables.get(table.message.xid, 0)
-            yield MaterializeResult(
+            context.log_event(AssetMaterialization(
                 asset_key=key_of[table.name],
+                partition=context.partition_key,
                 metadata={
-                    "dagster/partition_row_count": rows,
+                    "dagster/partition_row_count": result.tables.get(table.message.xid, 0),
                     "path": MetadataValue.path(store.path(table.name)),
-                    "delta_version": store.version(table.name),
+                    "delta_version": result.versions[table.name],
                 },
-            )
-        yield from quality_checks(context, warehouse, written, key_of, result)
-        if DEADLETTER_KEY in selected:
+            ))
+        quality_checks(context, Path(warehouse.path), written, key_of, result)
+        if DEADLETTER_TABLE in result.written:
             rows = sum(result.deadletter.values())
             yield MaterializeResult(
                 asset_key=DEADLETTER_KEY,
@@ -144,22 +158,20 @@ def build_events_asset(settings: Settings):
     return classify_events
 
 
-def quality_checks(context, warehouse: Warehouse, tables, key_of, result):
+def quality_checks(context, warehouse: Path, tables, key_of, result):
     """The `expectations` check of every written table, from the classification pass's results
-    (no data read again), and the same results stored in the GX context with one data docs
-    rebuild of their pages."""
-    from catalake.platform.validation import SuiteOutcome, pass_outcome
+    (no data read again), and the same results stored in the GX context as validation results
+    of the partition (the `data_docs` asset renders them)."""
+    from catalake.platform.validation import SuiteOutcome, pass_outcome, store_validation_result, validation_result_document
 
-    fed = [t for t in tables if t.name in result.quality]
-    validator = warehouse.validator() if fed else None
-    keys = []
-    for table in fed:
-        quality = result.quality[table.name]
-        keys.append(validator.store_pass_results(table.name, table.message.table_name, result.partition, context.run_id,
-                                                 quality.results, quality.types))
-    docs = validator.build_docs(keys) if validator is not None else None
+    docs = warehouse / DOCS_INDEX
     for table in tables:
         quality = result.quality.get(table.name)
-        outcome = (pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected, docs) if quality
-                   else SuiteOutcome(table.message.table_name, 0, []))
-        yield check_result(key_of[table.name], outcome)
+        if quality is None:
+            outcome = SuiteOutcome(table.message.table_name, 0, [])
+        else:
+            store_validation_result(warehouse, validation_result_document(
+                table.name, table.message.table_name, result.partition, context.run_id, quality.results, quality.types,
+                quality.rejected))
+            outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected, docs)
+        context.log_event(check_evaluation(key_of[table.name], outcome, context.partition_key))

@@ -1,6 +1,6 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from catalake.platform.catalog import CatalogError
 from catalake.platform.message_table import message_tables
@@ -9,6 +9,8 @@ from catalake.resources import CatalogSource, Warehouse
 
 from .messages import CATALOG_KEY
 
+DATA_DOCS_KEY = "data_docs"
+
 
 @asset(group_name="catalog", kinds={"great_expectations"}, deps=[CATALOG_KEY], tags={"layer": "catalog"})
 def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSource, warehouse: Warehouse) -> MaterializeResult:
@@ -16,25 +18,41 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
     attributes not null, constant values, uritemplates as regexes, declared attribute types, and
     the payload schema's required fields, enums, ranges, lengths, patterns, formats and item counts.
     Written as GX JSON (stable key order) under `expectations/` in the warehouse; a definition that
-    did not change keeps a byte-identical file. Each per-message asset's `expectations` check
-    validates its partitions against its suite."""
-    from catalake.platform.expectations import build_suite, write_suites
+    did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
+    every record against the same expectations; each per-message asset's `expectations` check
+    shows their results per partition."""
+    from catalake.platform.expectations import sync_suites
 
     try:
         catalog = catalog_source.load()
     except CatalogError as exc:
         raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
     tables, _ = message_tables(catalog, catalog_source.roots())
-    suites = [build_suite(t) for t in tables]
-    outcome = write_suites(warehouse.suites_dir, suites)
-    rows = [[s.name, len(s.expectations), outcome[s.name]] for s in suites]
-    rows += [[name, 0, "removed"] for name, what in outcome.items() if what == "removed"]
+    outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
+    if written:  # the GX context lists every suite in its data docs
+        warehouse.validator().store_suites(written)
+    rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
     return MaterializeResult(metadata={
-        "suites": len(suites),
-        "expectations": sum(len(s.expectations) for s in suites),
+        "suites": len(counts),
+        "expectations": sum(counts.values()),
         "written": sum(1 for v in outcome.values() if v == "written"),
         "unchanged": sum(1 for v in outcome.values() if v == "unchanged"),
         "removed": sum(1 for v in outcome.values() if v == "removed"),
         "path": MetadataValue.path(str(warehouse.suites_dir)),
         "per_suite": MetadataValue.md(markdown_table(["suite", "expectations", "file"], rows)),
     })
+
+
+def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, upstream):
+    @asset(name=DATA_DOCS_KEY, group_name="quality", kinds={"great_expectations"}, partitions_def=partitions_def,
+           deps=[upstream], tags={"layer": "quality"})
+    def data_docs(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+        """The Great Expectations data docs of one day: a validation page per table the day fed
+        (every expectation with its records evaluated, unexpected ones and examples, from the
+        classification pass), listed in the site's index with every suite. Offline HTML under
+        `gx/uncommitted/data_docs/local_site/`."""
+        validator = warehouse.validator()
+        index = validator.build_partition_docs(context.partition_key)
+        return MaterializeResult(metadata={"index": MetadataValue.path(str(index)), "exists": index.exists()})
+
+    return data_docs

@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
-from .jsonvalues import as_int, from_base64, rfc3339
+from .jsonvalues import as_int, from_base64
 from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, read_piece
-from .matcher import CompiledCatalog, Match
+from .matcher import CompiledCatalog, Match, placeholder_pairs
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
 from .protocols import BINDINGS
@@ -40,7 +40,8 @@ from .storage import PartFiles, arrow_schema
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
-FLUSH_ROWS = 20_000  # rows buffered as Python values before they become Arrow batches
+BATCH_ROWS = 4096  # a table's rows become one Arrow batch when it has this many
+HELD_ROWS = 50_000  # at most this many rows of a task wait as Python values (the largest buffers convert)
 FLUSH_BYTES = 96 << 20  # Arrow bytes held by a task before its tables' files are written
 
 
@@ -140,7 +141,8 @@ def _attribute(name: str, kind: str) -> Callable[[Record], Any]:
     if name == "datacontenttype":  # the effective one: JSON format implies application/json
         return lambda rec: rec.attrs.get(name) if rec.attrs.get(name) is not None else rec.fields.get("ce:datacontenttype")
     if name == "time" or kind == "timestamp":
-        return lambda rec: rfc3339(rec.attrs.get(name))
+        key = f"ce:{name}"
+        return lambda rec: rec.timestamp(key)
     if kind == "binary":
         return lambda rec: from_base64(rec.attrs.get(name))
     if kind == "integer":
@@ -304,8 +306,8 @@ class Classifier:
                     result.records += 1
                     result.per_file[piece.path] = result.per_file.get(piece.path, 0) + 1
                     self.classify(piece.path, line, raw)
-                    if self.unconverted >= FLUSH_ROWS:
-                        self._to_arrow()
+                    if self.unconverted >= HELD_ROWS:
+                        self._to_arrow(largest_only=True)
             self._to_arrow()
             self._write_all()
         except BaseException:
@@ -322,11 +324,24 @@ class Classifier:
         buffer.rows.append(values)
         self.result.rows[name] = self.result.rows.get(name, 0) + 1
         self.unconverted += 1
+        if len(buffer.rows) >= BATCH_ROWS:
+            self.unconverted -= len(buffer.rows)
+            self._held(buffer.to_arrow())
 
-    def _to_arrow(self) -> None:
-        for buffer in self.buffers.values():
-            self.held += buffer.to_arrow()
-        self.unconverted = 0
+    def _to_arrow(self, largest_only: bool = False) -> None:
+        """Buffered rows to Arrow: all of them, or (memory) the larger half of the buffers'
+        rows, biggest buffers first: with a thousand tables, converting every small buffer each
+        time would be a thousand conversions of a few rows."""
+        buffers = sorted(self.buffers.values(), key=lambda b: -len(b.rows)) if largest_only else list(self.buffers.values())
+        goal = self.unconverted // 2 if largest_only else 0
+        for buffer in buffers:
+            if self.unconverted <= goal:
+                break
+            self.unconverted -= len(buffer.rows)
+            self._held(buffer.to_arrow())
+
+    def _held(self, nbytes: int) -> None:
+        self.held += nbytes
         if self.held > FLUSH_BYTES:
             self._write_all()
 
@@ -436,9 +451,7 @@ class Classifier:
             else:
                 valid.append(d)
         if len(valid) == 1:
-            from .matcher import placeholder_pairs
-
-            return Match("matched", valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec.fields)))
+            return Match("matched", valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec)))
         m.detail = f"{len(valid)} of {len(m.candidates)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else "")
         return m
 

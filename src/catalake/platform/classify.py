@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import os
 import uuid
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class PartitionResult:
     written: list[str] = field(default_factory=list)  # warehouse table names overwritten
     quality: dict[str, TableQuality] = field(default_factory=dict)  # table name -> expectations
     files: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+    versions: dict[str, int] = field(default_factory=dict)  # table name -> Delta version committed
     tasks: int = 0
 
     def as_json(self) -> dict:
@@ -83,6 +85,22 @@ def _parallelism(spark: SparkSession) -> int:
         return max(int(spark.sparkContext.defaultParallelism), 1)
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         return os.cpu_count() or 2
+
+
+@contextmanager
+def _job_group(spark: SparkSession, group: str, description: str):
+    """The pass's Spark job named in the Spark UI and event log (classic Spark only)."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        yield
+        return
+    context.setJobGroup(group, description)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
 
 
 def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
@@ -130,7 +148,8 @@ def classify_partition(
     summaries = []
     try:
         if tasks:
-            rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+            with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
+                rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
             summaries = [json.loads(r["json"]) for r in rows]
         return _commit(store, plan, tables, summaries, progress)
     finally:
@@ -169,7 +188,8 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
     if stray:
         raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
     with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(commits), 1))) as pool:
-        list(pool.map(lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items()))
+        versions = pool.map(lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())
+        result.versions = dict(zip(commits, versions))
     progress(f"{day}: committed {len(commits)} table(s)")
 
     for table in touched:
@@ -198,9 +218,8 @@ def _ensure_deadletter(store: DeltaStore) -> None:
 def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int) -> tuple[bool, dict]:
     """Records read == rows of `day` in the per-message tables + dead-letter rows (row counts
     from each table's Delta log)."""
-    counts = {}
-    for name in [t.name for t in tables] + [DEADLETTER_TABLE]:
-        if _has_partition(store, name, day) and store.exists(name):
-            counts[name] = store.partition_rows(name, PARTITION_COLUMN, day)
+    names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE] if _has_partition(store, n, day) and store.exists(n)]
+    with ThreadPoolExecutor(COMMIT_THREADS) as pool:  # one Delta log read per table
+        counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}

@@ -25,6 +25,7 @@ never need it).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -306,6 +307,13 @@ def suite_name(table: MessageTable) -> str:
     return table.message.table_name
 
 
+def suite_digest(table: MessageTable, expectations: Sequence[Expectation]) -> str:
+    """What a suite file is made of, hashed: it changes exactly when the suite would."""
+    plain = [table.message.xid, table.name, table.message.fingerprint,
+             [(e.type, e.gx_kwargs(), e.meta) for e in expectations]]
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):
     """The GX suite of one definition's table."""
     gx = import_gx()
@@ -317,8 +325,44 @@ def build_suite(table: MessageTable, strict: bool = False, expectations: Sequenc
         "catalake.xid": table.message.xid,
         "catalake.table": table.name,
         "catalake.fingerprint": table.message.fingerprint,
+        "catalake.digest": suite_digest(table, expectations),
         DERIVED: derived,
     })
+
+
+def _stored_digest(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text()).get("meta", {}).get("catalake.digest")
+    except (OSError, ValueError):
+        return None
+
+
+def sync_suites(folder: Path, tables: Sequence[MessageTable], strict: bool = False) -> tuple[dict[str, str], dict[str, int], list]:
+    """The suite files of `tables` under folder, current: a suite whose digest matches its file
+    is left alone without building it (GX is imported only when some suite changed), the others
+    are written, and files of definitions gone from the catalog are removed. Returns suite name ->
+    written/unchanged/removed, suite name -> number of expectations, and the GX suites written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    outcome: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    changed = []
+    for table in tables:
+        expectations = suite_expectations(table, strict)
+        name = suite_name(table)
+        counts[name] = len(expectations)
+        if _stored_digest(folder / f"{name}.json") == suite_digest(table, expectations):
+            outcome[name] = "unchanged"
+        else:
+            changed.append((table, expectations))
+    suites = [build_suite(t, strict, e) for t, e in changed]
+    for suite in suites:
+        (folder / f"{suite.name}.json").write_text(suite_json(suite))
+        outcome[suite.name] = "written"
+    for stale in folder.glob("*.json"):
+        if stale.stem not in outcome:
+            stale.unlink()
+            outcome[stale.stem] = "removed"
+    return outcome, counts, suites
 
 
 def suite_document(suite) -> dict:
@@ -335,26 +379,6 @@ def suite_json(suite) -> str:
 
 def load_suite(path: Path):
     return import_gx().ExpectationSuite(**json.loads(path.read_text()))
-
-
-def write_suites(folder: Path, suites: Sequence) -> dict[str, str]:
-    """One `<suite>.json` per suite under folder; only changed files are rewritten, suites of
-    definitions gone from the catalog are removed. Returns suite name -> written/unchanged/removed."""
-    folder.mkdir(parents=True, exist_ok=True)
-    outcome: dict[str, str] = {}
-    for suite in suites:
-        path = folder / f"{suite.name}.json"
-        text = suite_json(suite)
-        if path.exists() and path.read_text() == text:
-            outcome[suite.name] = "unchanged"
-            continue
-        path.write_text(text)
-        outcome[suite.name] = "written"
-    for stale in folder.glob("*.json"):
-        if stale.stem not in outcome:
-            stale.unlink()
-            outcome[stale.stem] = "removed"
-    return outcome
 
 
 def expectation_summary(expectation: Any) -> dict:

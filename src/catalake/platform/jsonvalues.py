@@ -73,6 +73,11 @@ def rfc3339(text) -> dt.datetime | None:
     match = RFC3339.fullmatch(text)
     if match is None:
         return None
+    if text[10] == "T" and text[-1] != "z" and text[17:19] != "60":
+        try:
+            return dt.datetime.fromisoformat(text)  # the common form, in C
+        except ValueError:
+            pass  # decided below (an impossible date is None there too)
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
         offset = UTC if zone in ("Z", "z") else dt.timezone(

@@ -34,7 +34,9 @@ import orjson
 LINE_FILES = (".jsonl", ".jsonl.gz")
 DOCUMENT_FILES = (".json",)
 FOLDER = re.compile(r"^(?:dt=)?(\d{4}-\d{2}-\d{2})$")
-SPLIT_BYTES = 64 << 20  # the largest piece of a JSON lines file one task reads
+# the largest piece one task reads: few tasks mean few files per table (a task writes each table
+# it feeds once), and a task's memory does not grow with it (rows become Parquet as it goes)
+SPLIT_BYTES = 256 << 20
 MIN_TASK_BYTES = 4 << 20  # smaller days are not cut into more tasks than this fills
 MAX_RECORD_BYTES = 10 << 20  # a longer record is dead-lettered as record_too_large
 SHOWN_BYTES = 4096  # what a dead-letter row keeps of a record too large to store
@@ -119,27 +121,31 @@ def _cuts(path: Path, size: int, split: int) -> list[Piece]:
 
 
 def plan_tasks(files: list[Path], parallelism: int, target: int | None = None) -> list[list[Piece]]:
-    """The pieces of the day's files grouped into tasks of similar size (`target` bytes): about
-    two tasks per core, each at most SPLIT_BYTES of uncompressed JSON lines (small files share
-    a task)."""
+    """The pieces of the day's files packed into tasks of even size: a multiple of `parallelism`
+    tasks (so no core idles at the end), each of at most SPLIT_BYTES unless a single compressed
+    file is larger. JSON lines files are cut at `target` bytes (by default the even share of one
+    task); small files share tasks."""
     sizes = {f: f.stat().st_size for f in files}
     total = sum(sizes.values())
-    target = target or min(SPLIT_BYTES, max(MIN_TASK_BYTES, total // max(2 * parallelism, 1) + 1))
+    parallelism = max(parallelism, 1)
+    count = parallelism * max(1, -(-total // (SPLIT_BYTES * parallelism)))
+    if target is None:
+        count = min(count, max(1, total // MIN_TASK_BYTES)) if total < MIN_TASK_BYTES * parallelism else count
+        target = max(1, -(-total // count))
     pieces: list[tuple[int, Piece]] = []
     for f in files:
         if f.name.endswith(".jsonl") and sizes[f] > target:
             pieces += [(p.end - p.start, p) for p in _cuts(f, sizes[f], target)]
         else:
             pieces.append((sizes[f], Piece(str(f))))
-    tasks: list[list[Piece]] = []
-    filled = target
-    for size, piece in pieces:
-        if filled + size > target and filled > 0:
-            tasks.append([])
-            filled = 0
-        tasks[-1].append(piece)
-        filled += size
-    return tasks
+    count = max(count, -(-total // target)) if total else 1
+    tasks: list[list[Piece]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for size, piece in sorted(pieces, key=lambda p: -p[0]):  # largest first, into the lightest task
+        i = loads.index(min(loads))
+        tasks[i].append(piece)
+        loads[i] += size
+    return [sorted(t, key=lambda p: (p.path, p.start)) for t in tasks if t]
 
 
 # -- the executors: records of a piece

@@ -139,6 +139,14 @@ class Definition:
     templates: tuple[Check, ...] = field(default=())  # the checks with placeholders
 
 
+def _guaranteed(check: Check) -> bool:
+    """A check every CloudEvent reaching the matcher passes: the record-level reasons
+    (missing_required_attribute, unsupported_specversion) took the others out before."""
+    core = check.key in ("ce:id", "ce:source", "ce:type", "ce:specversion")
+    plain = check.regex is None and check.type == "string"
+    return core and plain and (check.value is None or (check.key == "ce:specversion" and check.value == "1.0"))
+
+
 def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> Definition:
     """One definition as data: its protocol, envelope and every check a record must pass."""
     is_ce = (message.envelope or "").lower().startswith("cloudevents")
@@ -150,7 +158,7 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
             if isinstance(decl, dict):
                 decl = {**CE_TYPED.get(name, {}), **decl}
                 check = _check(f"ce:{name}", decl, strict)
-                checks += [check] if check else []
+                checks += [check] if check and not _guaranteed(check) else []
     family = protocol_family(message.protocol)
     family = None if family in (None, "NONE") else family
     checks += _option_checks(message.protocol_options, strict) if family else []
@@ -159,31 +167,32 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
                       tuple(c for c in checks if c.regex is not None and c.names))
 
 
-# -- the rules, over a candidate definition `d`, one of its checks `c`, and the record's `fields`
+# -- the rules, over a candidate definition `d`, one of its checks `c`, and the record's field value
 
 def rule_value_equals(c: Check, value: str) -> bool:
     return c.value is None or value == c.value
 
 
-def rule_uritemplate(c: Check, value: str) -> bool:
-    if c.regex is None:
-        return True
+def rule_uritemplate(c: Check, value: str) -> re.Match | None:
+    """The template's match of the whole value (its groups are the placeholder values), or None."""
     m = c.regex.match(value)
-    return m is not None and m.end() == len(value)
+    return m if m is not None and m.end() == len(value) else None
 
 
 def rule_required(c: Check, value: str | None) -> bool:
     return value is not None or not c.required
 
 
-def rule_attribute_type(c: Check, value: str) -> bool:
+def rule_attribute_type(c: Check, value: str, rec: Record) -> bool:
     kind = c.type
+    if kind == "string" or kind == "uritemplate":
+        return True
     if kind == "integer":  # CloudEvents Integer: a 32-bit signed integer
         return INTEGER_TEXT.fullmatch(value) is not None and -INT32 <= int(value) < INT32
     if kind == "boolean":
         return value in ("true", "false")
     if kind == "timestamp":
-        return rfc3339(value) is not None
+        return rec.timestamp(c.key) is not None
     if kind == "uri":
         return URI.match(value) is not None
     if kind == "urireference":
@@ -205,19 +214,7 @@ def rule_protocol(d: Definition, rec: Record, family: str | None, version: str |
     return d.family == family and (d.version is None or version is None or d.version.upper() == version.upper())
 
 
-def placeholder_pairs(d: Definition, fields: dict) -> list[tuple[str, str]]:
-    pairs = []
-    for c in d.templates:
-        value = fields.get(c.key)
-        if value is not None:
-            m = c.regex.match(value)
-            if m is not None:
-                pairs += zip(c.names, m.groups())
-    return pairs
-
-
-def rule_same_placeholder_value(d: Definition, fields: dict) -> bool:
-    pairs = placeholder_pairs(d, fields)
+def rule_same_placeholder_value(pairs: list[tuple[str, str]]) -> bool:
     return len(set(pairs)) == len({name for name, _ in pairs})
 
 
@@ -225,11 +222,28 @@ def rule_most_derived(cands: list[Definition]) -> list[Definition]:
     return [c for c in cands if all(o.xid == c.xid or o.xid in c.base_chain for o in cands)]
 
 
-def check_passes(c: Check, fields: dict) -> bool:
-    value = fields.get(c.key)
-    if value is None:  # absent: only a check that declares no value and does not require one passes
-        return rule_required(c, value) and c.value is None and c.regex is None
-    return rule_value_equals(c, value) and rule_uritemplate(c, value) and rule_attribute_type(c, value)
+def evaluate(d: Definition, rec: Record) -> list[tuple[str, str]] | None:
+    """Whether the record passes every check of `d`: its placeholder (name, value) pairs, or None."""
+    fields = rec.fields
+    pairs: list[tuple[str, str]] = []
+    for c in d.checks:
+        value = fields.get(c.key)
+        if value is None:  # absent: only a check that declares no value and does not require one passes
+            if c.required or c.value is not None or c.regex is not None:
+                return None
+            continue
+        if not rule_value_equals(c, value) or not rule_attribute_type(c, value, rec):
+            return None
+        if c.regex is not None:
+            m = rule_uritemplate(c, value)
+            if m is None:
+                return None
+            pairs += zip(c.names, m.groups())
+    return pairs if rule_same_placeholder_value(pairs) else None
+
+
+def placeholder_pairs(d: Definition, rec: Record) -> list[tuple[str, str]]:
+    return evaluate(d, rec) or []
 
 
 @dataclass
@@ -271,13 +285,18 @@ class CompiledCatalog:
         if self.unkeyed:
             found = found + self.unkeyed
         applicable = [d for d in found if rule_protocol(d, rec, family, version)]
-        cands = [d for d in applicable if all(check_passes(c, fields) for c in d.checks) and rule_same_placeholder_value(d, fields)]
+        cands, placeholders = [], []
+        for d in applicable:
+            pairs = evaluate(d, rec)
+            if pairs is not None:
+                cands.append(d)
+                placeholders.append(pairs)
         winner = cands[0] if len(cands) == 1 else None
         if winner is None and len(cands) > 1:
             derived = rule_most_derived(cands)
             winner = derived[0] if len(derived) == 1 else None
         if winner is not None:
-            return Match("matched", winner, cands, placeholders=dict(placeholder_pairs(winner, fields)))
+            return Match("matched", winner, cands, placeholders=dict(placeholders[cands.index(winner)]))
         if len(cands) > 1:
             return Match("ambiguous", None, cands)
         missing = list(dict.fromkeys(c.key for d in applicable for c in d.checks if c.required and fields.get(c.key) is None))

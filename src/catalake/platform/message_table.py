@@ -23,6 +23,7 @@ column later, and the matcher and the expectation suites enforce `required` anyw
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -246,6 +247,14 @@ def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[Messag
     """Every definition's table, and the warnings of the definitions whose schema does not derive."""
     tables = [message_table(m, catalog, roots) for m in catalog]
     return tables, schema_warnings(tables)
+
+
+def catalog_fingerprint(tables: Sequence[MessageTable]) -> str:
+    """Changes exactly when a definition or the schema derived for its table does."""
+    digest = hashlib.sha256()
+    for table in sorted(tables, key=lambda t: t.message.xid):
+        digest.update(f"{table.message.xid}|{table.message.fingerprint}|{table.schema.json()}\n".encode())
+    return digest.hexdigest()
 
 
 def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> dict[str, list[str] | str]:

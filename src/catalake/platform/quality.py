@@ -47,35 +47,85 @@ def _get(row: dict, path: tuple[str, ...]):
     return value
 
 
-def _between(e: Expectation, measure: Callable[[Any], Any]) -> Callable[[Any], bool]:
-    low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
-    strict_low, strict_high = e.kwargs.get("strict_min", False), e.kwargs.get("strict_max", False)
+class _Code:
+    """Python source of one suite's checks, built expectation by expectation."""
 
-    def unexpected(value) -> bool:
-        x = measure(value)
-        if low is not None and (x <= low if strict_low else x < low):
-            return True
-        return high is not None and (x >= high if strict_high else x > high)
+    def __init__(self):
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.values: dict[tuple, str] = {}
 
-    return unexpected
+    def constant(self, value) -> str:
+        name = f"k{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def value(self, path: tuple[str, ...]) -> str:
+        """A variable holding the row's value at `path` (None when a parent is not an object),
+        computed once per function."""
+        if path not in self.values:
+            name = f"v{len(self.values)}"
+            if len(path) == 1:
+                self.lines.append(f"    {name} = row.get({path[0]!r})")
+            else:
+                parent = self.value(path[:-1])
+                self.lines.append(f"    {name} = {parent}.get({path[-1]!r}) if {parent}.__class__ is dict else None")
+            self.values[path] = name
+        return self.values[path]
 
 
-def _predicate(e: Expectation) -> Callable[[Any], bool] | None:
-    """`unexpected(value)` for a non-null value (None: the expectation has no per-row test)."""
+def _unexpected(e: Expectation, v: str, code: _Code) -> str | None:
+    """The Python condition under which a non-null value `v` is unexpected (GX's semantics)."""
     if e.type == IN_SET:
-        allowed = list(e.kwargs["value_set"])
-        return lambda value: value not in allowed
-    if e.type == BETWEEN:
-        return _between(e, len if e.measure == "size" else (lambda v: v))
-    if e.type == LENGTHS_BETWEEN:
-        return _between(e, len)
+        values = list(e.kwargs["value_set"])
+        try:
+            allowed = code.constant(frozenset(values))
+        except TypeError:
+            allowed = code.constant(values)
+        return f"{v} not in {allowed}"
+    if e.type in (BETWEEN, LENGTHS_BETWEEN):
+        x = f"len({v})" if e.type == LENGTHS_BETWEEN or e.measure == "size" else v
+        parts = []
+        low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+        if low is not None:
+            parts.append(f"{x} {'<=' if e.kwargs.get('strict_min') else '<'} {code.constant(low)}")
+        if high is not None:
+            parts.append(f"{x} {'>=' if e.kwargs.get('strict_max') else '>'} {code.constant(high)}")
+        return " or ".join(parts) or None
     if e.type == MATCH_REGEX:
         try:
-            regex = re.compile(e.kwargs["regex"])
+            regex = code.constant(re.compile(e.kwargs["regex"]))
         except re.error:
-            return lambda value: True  # GX fails such an expectation too
-        return lambda value: regex.search(value if isinstance(value, str) else str(value)) is None
+            return "True"  # GX fails such an expectation too
+        return f"{regex}.search({v} if {v}.__class__ is str else str({v})) is None"
     return None
+
+
+def compile_checks(expectations: list[tuple[int, Expectation]]) -> Callable[[dict, list], list[int]]:
+    """One function evaluating these expectations on a row: `check(row, counts) -> failed`, where
+    counts[i] is [evaluated, missing, unexpected] of expectation i, and failed the i that failed.
+    Generated as straight-line code: an interpreted loop over the expectations cost more than
+    typing the payload (benchmarks/RESULTS.md)."""
+    code = _Code()
+    code.lines += ["def check(row, counts):", "    failed = []"]
+    for i, e in expectations:
+        indent = "    "
+        v = code.value(e.path)  # every value variable is assigned at the function's top level
+        if e.guard:
+            code.lines.append(f"    if {' and '.join(f'{code.value(g)} is not None' for g in e.guard)}:")
+            indent = "        "
+        code.lines.append(f"{indent}c = counts[{i}]; c[0] += 1")
+        if e.type == NOT_NULL:
+            code.lines.append(f"{indent}if {v} is None: c[2] += 1; failed.append({i})")
+            continue
+        test = _unexpected(e, v, code)
+        code.lines.append(f"{indent}if {v} is None: c[1] += 1")
+        if test is not None:
+            code.lines.append(f"{indent}elif {test}: c[2] += 1; failed.append({i})")
+    code.lines.append("    return failed")
+    namespace = dict(code.constants)
+    exec("\n".join(code.lines), namespace)  # noqa: S102 - our own generated source, no input text in it
+    return namespace["check"]
 
 
 def _message(e: Expectation, value) -> str:
@@ -140,56 +190,43 @@ class SuiteCheck:
 
     def __init__(self, expectations: list[Expectation]):
         self.expectations = expectations
-        compiled = [(i, e, _predicate(e)) for i, e in enumerate(expectations)]
-        self.errors = [c for c in compiled if c[1].severity == ERROR]
-        self.warnings = [c for c in compiled if c[1].severity != ERROR]
+        self._errors = compile_checks([(i, e) for i, e in enumerate(expectations) if e.severity == ERROR])
+        self._warnings = compile_checks([(i, e) for i, e in enumerate(expectations) if e.severity != ERROR])
         self.reset()
 
     def reset(self) -> None:
         """Counting starts again (a worker classifies several tasks with one compiled check)."""
-        self.counts = [Counts() for _ in self.expectations]
+        self.counts = [[0, 0, 0] for _ in self.expectations]
+        self.examples: list[list] = [[] for _ in self.expectations]
         self.types = Counts()  # the `type` rule: values of the wrong JSON kind
         self.rejected = 0  # records of the table dead-lettered (schema_violation, malformed_payload)
         self.used = False
 
-    def _evaluate(self, items, row: dict, source_file: str, source_line: int, failed: list | None) -> None:
-        for i, e, unexpected in items:
-            if e.guard and any(_get(row, g) is None for g in e.guard):
-                continue
-            counts = self.counts[i]
-            counts.evaluated += 1
-            value = _get(row, e.path)
-            if e.type == NOT_NULL:
-                bad = value is None
-            elif value is None:
-                counts.missing += 1
-                continue
-            else:
-                bad = unexpected is not None and unexpected(value)
-            if bad:
-                counts.unexpected += 1
-                counts.add_example(value if e.measure is None else len(value), source_file, source_line)
-                if failed is not None:
-                    failed.append((e, value))
+    def _example(self, i: int, row: dict, source_file: str, source_line: int):
+        e = self.expectations[i]
+        value = _get(row, e.path)
+        if len(self.examples[i]) < EXAMPLES:
+            self.examples[i].append([_plain(value if e.measure is None else len(value)), source_file, source_line])
+        return e, value
 
     def check(self, row: dict, type_errors: list, source_file: str, source_line: int) -> list[tuple[Expectation, Any]]:
         """Evaluates the ERROR expectations (and `type`) of a matched record's row; returns the failures."""
-        failed: list = []
         self.used = True
-        self._evaluate(self.errors, row, source_file, source_line, failed)
+        failed = self._errors(row, self.counts)
         self.types.evaluated += 1
         if type_errors:
             self.types.unexpected += 1
             self.types.add_example(type_errors[0][1], source_file, source_line)
-        return failed
+        return [self._example(i, row, source_file, source_line) for i in failed] if failed else []
 
     def kept(self, row: dict, source_file: str, source_line: int) -> None:
         """Evaluates the WARN expectations of a row that was written to the table."""
-        self._evaluate(self.warnings, row, source_file, source_line, None)
+        for i in self._warnings(row, self.counts):
+            self._example(i, row, source_file, source_line)
 
     def tally(self) -> dict:
         """The counts as plain data: {"expectations": [[evaluated, missing, unexpected, examples]...], "type": [...]}."""
-        return {"expectations": [[c.evaluated, c.missing, c.unexpected, c.examples] for c in self.counts],
+        return {"expectations": [[*c, x] for c, x in zip(self.counts, self.examples)],
                 "type": [self.types.evaluated, self.types.missing, self.types.unexpected, self.types.examples],
                 "rejected": self.rejected}
 

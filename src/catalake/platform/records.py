@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import orjson
 
-from .jsonvalues import as_text, name_value_map
+from .jsonvalues import as_text, name_value_map, rfc3339
 from .protocols import AMQP, Binding, amqp_properties, binding_of
 
 MISSING = object()  # no payload at all (not JSON null)
@@ -36,7 +36,7 @@ CORE = ("id", "source", "type", "specversion")
 
 class Record:
     __slots__ = ("kind", "binding", "raw", "headers", "props", "protocol", "is_structured", "attrs", "content_type",
-                 "data", "data_b64", "address", "fields")
+                 "data", "data_b64", "address", "fields", "_times")
 
     def __init__(self, kind: str, binding: Binding | None = None, raw: dict | None = None):
         self.kind, self.binding, self.raw = kind, binding, raw
@@ -50,10 +50,18 @@ class Record:
         self.data_b64 = None
         self.address = None
         self.fields: dict = {}
+        self._times: dict = {}
 
     @property
     def is_ce(self) -> bool:
         return self.attrs is not None
+
+    def timestamp(self, key: str):
+        """The field `key` as an RFC 3339 date-time (parsed once: the matcher checks it, the
+        table stores it), or None."""
+        if key not in self._times:
+            self._times[key] = rfc3339(self.fields.get(key))
+        return self._times[key]
 
     def metadata(self, column) -> object:
         """One protocol metadata column (protocols.Column) of this record; None for another binding."""

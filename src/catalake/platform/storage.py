@@ -57,10 +57,23 @@ class StorageError(RuntimeError):
 
 
 def native_delta_available(spark: SparkSession) -> bool:
-    """True when Spark can load its Delta data source (delta-spark jars present); probed once per session."""
+    """True when Spark can load its Delta data source (delta-spark jars present); probed once per
+    session, and only where the jars could be (the probe is the session's first query: seconds)."""
     if spark not in _native_by_session:
-        _native_by_session[spark] = _probe_delta_source(spark)
+        _native_by_session[spark] = _delta_jars_possible(spark) and _probe_delta_source(spark)
     return _native_by_session[spark]
+
+
+def _delta_jars_possible(spark: SparkSession) -> bool:
+    """False only for a local session whose classpath and settings name no delta-spark jars."""
+    from .spark import delta_jars_on_classpath
+
+    try:
+        conf = spark.sparkContext.getConf()
+    except Exception:  # noqa: BLE001 - Spark Connect: the server's classpath is not ours to see
+        return True
+    named = " ".join(conf.get(k, "") or "" for k in ("spark.jars.packages", "spark.driver.extraClassPath"))
+    return "delta" in named or delta_jars_on_classpath(conf.get("spark.jars", "") or "")
 
 
 def _probe_delta_source(spark: SparkSession) -> bool:
@@ -169,14 +182,17 @@ class PartFiles:
         self.folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
         self.prefix = prefix
         self.files: dict[str, list] = {}  # table -> [[path relative to the table, size, rows], ...]
+        self.count = 0
 
     def write(self, table: str, data: pa.Table) -> None:
-        rel = f"{self.folder}/part-{self.prefix}-{sum(map(len, self.files.values()))}.zstd.parquet"
+        rel = f"{self.folder}/part-{self.prefix}-{self.count}.zstd.parquet"
+        self.count += 1
         path = "/".join([self.base.rstrip("/"), *table.split("/"), rel])
-        self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        if table not in self.files:
+            self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
         with self.filesystem.open_output_stream(path) as out:
             pq.write_table(data, out, compression="zstd")
-        size = self.filesystem.get_file_info(path).size
+            size = out.tell()
         self.files.setdefault(table, []).append([rel, size, data.num_rows])
 
     def remove_written(self) -> None:
@@ -189,8 +205,9 @@ class PartFiles:
         self.files = {}
 
 
-def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool) -> None:
-    """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`)."""
+def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool) -> int:
+    """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
+    returns the table's new version."""
     if replace:
         (col, value), = replace.items()
         stray = {f.partition_values.get(col) for f in files} - {value}
@@ -218,6 +235,7 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
         partition_by=partition_by or None,
         partition_filters=filters,
     )
+    return table.version()
 
 
 # --------------------------------------------------------------------------- the store
@@ -353,17 +371,17 @@ class DeltaStore:
         files = _write_files(df, path, partition_by)
         _commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
 
-    def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> None:
+    def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> int:
         """Replace partition `column=value` of a table with Parquet files already written into it
         (PartFiles: [path relative to the table, size, rows]), in one Delta commit; no files
-        empties the partition. The files are removed when the commit fails."""
+        empties the partition. The files are removed when the commit fails. Returns the new version."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
             table = self._table(name)
             if column not in table.metadata().partition_columns:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
-            _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True)
+            return _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True)
         except BaseException:
             _remove_files(path, written)
             raise

@@ -3,10 +3,12 @@
 One GX file context lives under the warehouse (`<warehouse>/gx`): the suites, the validation
 results and the data docs site (`gx/uncommitted/data_docs/local_site/index.html`).
 
-* `store_pass_results`: the classification pass's per-expectation numbers (quality.py) become real
-  GX validation results (`ExpectationSuiteValidationResult`, one `ExpectationValidationResult` per
-  expectation), stored per table and partition with the Dagster run as run name, so the data docs
-  show them day by day. No data is read for this.
+* `validation_result_document` / `store_validation_result`: the classification pass's
+  per-expectation numbers (quality.py) become GX validation results (`ExpectationSuiteValidationResult`,
+  one `ExpectationValidationResult` per expectation) in GX's own serialization, stored per table and
+  partition with the partition and the Dagster run as run name. Written without importing GX (it
+  takes seconds, and a run must not wait for it); tests load them back through GX. No data is
+  read for this. `build_partition_docs` renders their data docs pages (the `data_docs` asset).
 * `Validator.validate`: GX's own engine on a stored partition (a Spark DataFrame), the referee
   (`catalake validate`, tests). It answers with two Spark queries per suite however many
   expectations it has: the row count, then one aggregate computing every expectation's
@@ -17,12 +19,13 @@ results and the data docs site (`gx/uncommitted/data_docs/local_site/index.html`
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .config import DOCS_INDEX
+from .config import DOCS_INDEX, GX_VERSION, VALIDATIONS
 from .expectations import DERIVED, ERROR, Expectation, import_gx, expectation_summary, suite_document
 from .quality import ExpectationResult
 
@@ -156,52 +159,13 @@ class Validator:
         for suite in suites:
             self.context.suites.add_or_update(gx.ExpectationSuite(**suite_document(suite)))
 
-    # -- results of the classification pass
-    def store_pass_results(self, table: str, suite_name: str, partition: str, run_id: str,
-                           results: Sequence[ExpectationResult], types: list) -> Any:
-        """Store one table's pass results for a partition as a GX validation result; returns its key."""
-        from great_expectations.core import ExpectationSuiteValidationResult, ExpectationValidationResult
-        from great_expectations.core.batch import LegacyBatchDefinition
-        from great_expectations.core.id_dict import IDDict
-        from great_expectations.core.run_identifier import RunIdentifier
-        from great_expectations.data_context.types.resource_identifiers import (
-            ExpectationSuiteIdentifier,
-            ValidationResultIdentifier,
-        )
+    def build_partition_docs(self, partition: str) -> Path:
+        """Rebuild the data docs pages of one partition's stored results, and the index."""
+        from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
-        gx = import_gx()
-        now = dt.datetime.now(dt.timezone.utc)
-        run = RunIdentifier(run_name=f"{partition} (run {run_id})", run_time=now)
-        evaluated = [
-            ExpectationValidationResult(
-                success=r.success,
-                expectation_config=r.expectation.to_gx().configuration,
-                result=_result_dict(r),
-            )
-            for r in results
-        ]
-        passed = sum(1 for r in evaluated if r.success)
-        batch = LegacyBatchDefinition(
-            datasource_name="catalake classification pass", data_connector_name="landing",
-            data_asset_name=table, batch_identifiers=IDDict({"event_date": partition}))
-        suite_result = ExpectationSuiteValidationResult(
-            success=passed == len(evaluated),
-            results=evaluated,
-            suite_name=suite_name,
-            statistics={"evaluated_expectations": len(evaluated), "successful_expectations": passed,
-                        "unsuccessful_expectations": len(evaluated) - passed,
-                        "success_percent": passed / len(evaluated) * 100 if evaluated else None},
-            meta={"great_expectations_version": gx.__version__, "expectation_suite_name": suite_name, "run_id": run,
-                  "validation_time": now.strftime("%Y%m%dT%H%M%S.%fZ"), "active_batch_definition": batch,
-                  "batch_spec": {"table": table, "event_date": partition},
-                  "catalake": {"partition": partition, "dagster_run_id": run_id, "table": table,
-                               "payload_types": {"evaluated": types[0], "unexpected_count": types[2], "examples": types[3]}}},
-            batch_id=f"{suite_name}-{partition}",
-        )
-        # a store key holds no '/': the batch is named by the suite (the table's SQL name) and the day
-        key = ValidationResultIdentifier(ExpectationSuiteIdentifier(suite_name), run, f"{suite_name}-{partition}")
-        self.context.validation_results_store.set(key, suite_result)
-        return key
+        keys = [k for k in self.context.validation_results_store.list_keys()
+                if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(f"{partition} ")]
+        return self.build_docs(keys)
 
     def build_docs(self, keys: Sequence | None = None) -> Path:
         """Rebuild the data docs site (only the pages of `keys` and the index, when given)."""
@@ -263,6 +227,57 @@ class Validator:
             outcome.examples = [_plain(v) for v in by_key.get(_key(config), [])][:EXAMPLES]
 
 
+def validation_result_document(table: str, suite: str, partition: str, run_id: str, results: Sequence[ExpectationResult],
+                               types: list, rejected: int, now: dt.datetime | None = None) -> dict:
+    """One table's pass results as a GX 1.x `ExpectationSuiteValidationResult` document, in GX's
+    own serialization (what its validation results store writes; tests load it back through GX)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    evaluated = [{
+        "success": r.success,
+        "expectation_config": {"type": r.expectation.type, "kwargs": r.expectation.gx_kwargs(), "meta": r.expectation.meta,
+                               "severity": "critical" if r.severity == ERROR else "warning"},
+        "result": _result_dict(r),
+        "meta": {},
+        "exception_info": {"raised_exception": False, "exception_traceback": None, "exception_message": None},
+    } for r in results]
+    passed = sum(1 for r in evaluated if r["success"])
+    return {
+        "id": None,
+        "success": passed == len(evaluated),
+        "suite_name": suite,
+        "suite_parameters": {},
+        "results": evaluated,
+        "statistics": {"evaluated_expectations": len(evaluated), "successful_expectations": passed,
+                       "unsuccessful_expectations": len(evaluated) - passed,
+                       "success_percent": passed / len(evaluated) * 100 if evaluated else None},
+        "meta": {
+            "great_expectations_version": GX_VERSION,
+            "expectation_suite_name": suite,
+            "run_id": {"run_name": f"{partition} (run {run_id})", "run_time": now.isoformat()},
+            "validation_time": now.strftime("%Y%m%dT%H%M%S.%fZ"),
+            "active_batch_definition": {"datasource_name": "catalake classification pass", "data_connector_name": "landing",
+                                        "data_asset_name": table, "batch_identifiers": {"event_date": partition}},
+            "batch_spec": {"table": table, "event_date": partition},
+            "catalake": {"partition": partition, "dagster_run_id": run_id, "table": table, "records_dropped": rejected,
+                         "payload_types": {"evaluated": types[0], "unexpected_count": types[2], "examples": _located(types[3])}},
+        },
+    }
+
+
+def store_validation_result(warehouse: Path, document: dict) -> Path:
+    """Write a validation result where the GX context's file store keeps it
+    (`validations/<suite>/<run name>/<run time>/<batch>.json`); a store key holds no '/', so the
+    batch is named by the suite (the table's SQL name) and the day."""
+    meta = document["meta"]
+    partition = meta["catalake"]["partition"]
+    suite = document["suite_name"]
+    path = (Path(warehouse) / VALIDATIONS / suite / meta["run_id"]["run_name"] / meta["validation_time"]
+            / f"{suite}-{partition}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, default=str))
+    return path
+
+
 def _result_dict(r: ExpectationResult) -> dict:
     """GX's `result` of a map expectation (BASIC/SUMMARY shape), from the pass's numbers."""
     e: Expectation = r.expectation
@@ -270,7 +285,8 @@ def _result_dict(r: ExpectationResult) -> dict:
         return {"observed_value": e.kwargs.get("type_")}
     out = {"element_count": r.element_count, "unexpected_count": r.unexpected_count,
            "unexpected_percent": r.unexpected_percent,
-           "partial_unexpected_list": [x[0] for x in r.examples]}
+           "partial_unexpected_list": [x[0] for x in r.examples],
+           "partial_unexpected_index_list": [{"source_file": f, "source_line": n} for _, f, n in r.examples]}
     if r.missing_count is not None:
         nonnull = r.element_count - r.missing_count
         out.update(missing_count=r.missing_count,

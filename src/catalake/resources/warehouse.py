@@ -3,7 +3,7 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pyspark.sql import SparkSession
 
-from catalake.platform.config import SUITES_DIR
+from catalake.platform.config import DOCS_INDEX, SUITES_DIR
 from catalake.platform.storage import DeltaStore
 
 
@@ -21,6 +21,10 @@ class Warehouse(ConfigurableResource):
         """Where the expectation suites are written, one JSON file per definition."""
         return Path(self.path) / SUITES_DIR
 
+    @property
+    def docs_index(self) -> Path:
+        return Path(self.path) / DOCS_INDEX
+
     def validator(self):
         """GX validation over this warehouse (its file context and data docs under `gx/`).
 
@@ -29,3 +33,4 @@ class Warehouse(ConfigurableResource):
         from catalake.platform.validation import Validator
 
         return Validator(Path(self.path))
+
