@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test dev validate clean prerequisites
+.PHONY: demo test test-fast dev validate clean prerequisites
 
 prerequisites:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "catalake needs Python 3.11, found " + sys.version.split()[0]'
@@ -33,6 +33,10 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest
+
+# the pure Python tier (no JVM): under two minutes, run it often
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -m "not spark"
 
 dev: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)

@@ -32,3 +32,11 @@ def store(spark, tmp_path):
     from catalake.platform.storage import DeltaStore
 
     return DeltaStore(spark, tmp_path / "warehouse")
+
+
+def pytest_collection_modifyitems(items):
+    """`spark`: tests that start a JVM (the session fixture, or a Spark process of their own).
+    `make test-fast` runs the others: the pure Python tier, well under two minutes."""
+    for item in items:
+        if "spark" in item.fixturenames or item.get_closest_marker("jvm"):
+            item.add_marker(pytest.mark.spark)

@@ -89,9 +89,10 @@ def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):
     _, _, runs = demo
     run = runs["analytics 2026-11-21"]
     models = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
-    assert models == {"events_daily", "deadletter_daily", "catalog_coverage", "ride_lifecycle", "data_docs"}
+    assert models == {"events_daily", "deadletter_daily", "expectation_failures_daily", "catalog_coverage", "ride_lifecycle",
+                      "data_docs"}
     checks = run.get_asset_check_evaluations()
-    assert len(checks) == 9 and all(c.passed for c in checks)
+    assert len(checks) == 11 and all(c.passed for c in checks)
     assert {c.check_name for c in checks} >= {"unique_catalog_coverage_message_xid", "not_null_ride_lifecycle_ride_id"}
 
 
@@ -108,6 +109,9 @@ def test_events_daily_matches_the_message_tables(demo, spark):
         assert got == expected and sum(got.values()) == 2 * 56
         dead = dict(con.sql("SELECT reason, sum(records) FROM deadletter_daily GROUP BY reason").fetchall())
         assert dead == {"malformed_json": 2, "no_match": 2, "schema_violation": 2}
+        # the dead letters name the rule they broke, and the analytics group by it
+        broken = con.sql("SELECT expectation, sum(records) FROM expectation_failures_daily GROUP BY expectation").fetchall()
+        assert broken == [("data.distance_m:range", 2)]
         coverage = {m: (str(first), str(last), total, never) for m, first, last, total, never in con.sql(
             "SELECT message_id, first_seen, last_seen, records_total, never_seen FROM catalog_coverage").fetchall()}
         assert coverage["bikeshare.docks.mqtt.DockStatus"] == ("2026-11-20", "2026-11-21", 30, False)

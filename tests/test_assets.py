@@ -29,7 +29,7 @@ def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert {"message_catalog", "expectation_suites", "deadletter", "events_daily", "catalog_coverage"} <= keys
-    assert len(keys) == 3 + 9 + 4 + 1  # catalog, suites, dead-letter; one per definition; the dbt models; data docs
+    assert len(keys) == 3 + 9 + 5 + 1  # catalog, suites, dead-letter; one per definition; the dbt models; data docs
     assert defs.resolve_job_def("catalake_job") is not None
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
     assert spec.group_name == "bikeshare_rides_kafka"

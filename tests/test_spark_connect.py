@@ -4,6 +4,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.jvm
+
 SCRIPT = textwrap.dedent(
     """
     import datetime as dt, os, sys, tempfile

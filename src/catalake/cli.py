@@ -217,6 +217,33 @@ def _dbt_sources(args) -> int:
     return 0
 
 
+def _validate(args) -> int:
+    """GX's own checkpoint on stored partitions: exit 1 when a stored row breaks an ERROR expectation."""
+    import datetime as dt
+
+    from catalake.platform.message_table import message_tables
+    from catalake.platform.spark import build_session
+    from catalake.platform.storage import DeltaStore
+    from catalake.platform.validation import validate_stored
+
+    settings = Settings.from_env()
+    day = dt.date.fromisoformat(args.date)
+    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    spark = build_session(settings.spark_master, app_name="catalake-validate", conf=dict(settings.spark_conf))
+    store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
+    outcomes = validate_stored(spark, store, tables, day, args.table or None)
+    if args.table and not outcomes:
+        print(f"no stored partition {day} for {', '.join(args.table)}", file=sys.stderr)
+        return 1
+    rows = []
+    for name, outcome in sorted(outcomes.items()):
+        failed = [o for o in outcome.outcomes if not o.success]
+        rows.append([name, outcome.rows, len(outcome.outcomes), len(outcome.errors), len(outcome.warnings),
+                     "; ".join(f"{o.id or o.type} ({o.unexpected_count})" for o in failed) or "-"])
+    print(text_table(["table", "rows", "expectations", "failed ERROR", "failed WARN", "failed"], rows))
+    return 1 if any(o.errors for o in outcomes.values()) else 0
+
+
 def _docs(args) -> int:
     """Where the expectation suites and the GX data docs of the configured warehouse are."""
     from catalake.platform.config import DOCS_INDEX, SUITES_DIR
@@ -224,8 +251,13 @@ def _docs(args) -> int:
     warehouse = Settings.from_env().warehouse
     index = warehouse / DOCS_INDEX
     print(f"expectation suites: {warehouse / SUITES_DIR}")
+    if args.build:
+        from catalake.platform.validation import Validator
+
+        Validator(warehouse).build_docs()
     if not index.exists():
-        print(f"data docs: not built yet (they appear at {index} after a partition run)", file=sys.stderr)
+        print(f"data docs: not built yet (the analytics job's data_docs asset builds a day's pages after its "
+              f"partition run; `catalake docs --build` builds them all) at {index}", file=sys.stderr)
         return 1
     print(f"data docs: {index}")
     print(f"open: {index.as_uri()}")
@@ -267,7 +299,12 @@ def parser() -> argparse.ArgumentParser:
     ds = dbt.add_parser("sources", help="write dbt_project/models/sources.yml and the messages macro from the catalog")
     ds.add_argument("--check", action="store_true", help="exit 1 if the files are not current")
     ds.set_defaults(func=_dbt_sources)
+    val = sub.add_parser("validate", help="run Great Expectations' own checkpoint on the stored partitions of a day")
+    val.add_argument("--date", required=True, help="the partition, YYYY-MM-DD")
+    val.add_argument("--table", action="append", help="a table (SQL name or messages/<name>); repeat for several; default all")
+    val.set_defaults(func=_validate)
     docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
+    docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
     docs.set_defaults(func=_docs)
     return p
 

@@ -17,6 +17,7 @@ from catalake.assets import (
     message_catalog,
 )
 from catalake.assets.events import DEADLETTER_KEY
+from catalake.assets.validation import build_validate_job
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -28,7 +29,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     return Definitions(
         assets=[message_catalog, expectation_suites, build_events_asset(settings), build_dbt_assets(partitions),
                 build_data_docs_asset(partitions, DEADLETTER_KEY)],
-        jobs=[catalake_job, events_job, build_analytics_job(partitions)],
+        jobs=[catalake_job, events_job, build_analytics_job(partitions), build_validate_job(partitions)],
         schedules=[build_daily_schedule(events_job)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
         resources={

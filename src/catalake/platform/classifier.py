@@ -238,6 +238,22 @@ class TableSpec:
         return values
 
 
+@dataclass
+class Checked:
+    """A matched record typed for its table and checked (Classifier.typed)."""
+
+    spec: TableSpec
+    values: list  # the row, in the table's column order (without the partition column)
+    row: dict  # the same, by column name
+    type_errors: list
+    failed: list  # (expectation, value) of the ERROR expectations it fails
+    undecodable: bool
+
+    @property
+    def kept(self) -> bool:
+        return not (self.undecodable or self.type_errors or self.failed)
+
+
 class Buffer:
     """One table's rows of a task: Python values, then Arrow batches, then Parquet files."""
 
@@ -399,6 +415,24 @@ class Classifier:
         if m.status != "matched":
             self.unmatched(rec, m, source_file, line, raw)
             return
+        checked = self.typed(rec, m, source_file, line)
+        spec = checked.spec
+        candidates = [d.xid for d in m.candidates]
+        if not checked.kept:
+            spec.suite.rejected += 1
+        if checked.undecodable:
+            self.deadletter("malformed_payload", "the payload cannot be decoded", source_file, line, raw, rec, candidates)
+        elif not checked.kept:
+            detail, broken = failure_detail(checked.type_errors, checked.failed, MAX_ERRORS)
+            self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)
+        else:
+            spec.suite.kept(checked.row, source_file, line)
+            if self.writes(spec.name):
+                self._add(spec.name, spec.schema, checked.values)
+
+    def typed(self, rec: Record, m: Match, source_file: str, line: int) -> "Checked":
+        """A matched record as its table's row, typed as GX would see it (a value of the wrong
+        kind is null), with the ERROR expectations it fails: what the table gets if it is kept."""
         spec = self.spec(m.winner.idx)
         value, undecodable = spec.source(rec)
         type_errors: list = []
@@ -408,18 +442,28 @@ class Classifier:
         values = spec.row(rec, m, data, source_file, line)
         row = dict(zip(spec.names, values))
         failed = spec.suite.check(row, type_errors, source_file, line)
-        candidates = [d.xid for d in m.candidates]
-        if undecodable or type_errors or failed:
-            spec.suite.rejected += 1
-        if undecodable:
-            self.deadletter("malformed_payload", "the payload cannot be decoded", source_file, line, raw, rec, candidates)
-        elif type_errors or failed:
-            detail, broken = failure_detail(type_errors, failed, MAX_ERRORS)
-            self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)
-        else:
-            spec.suite.kept(row, source_file, line)
-            if self.writes(spec.name):
-                self._add(spec.name, spec.schema, values)
+        return Checked(spec, values, row, type_errors, failed, undecodable)
+
+    def matched_rows(self, pieces: Sequence[Piece]) -> dict[str, list["Checked"]]:
+        """Every record of the pieces that matches a definition, typed and checked but not
+        filtered, by table: the rows GX's own validation of the pass is compared with."""
+        out: dict[str, list[Checked]] = {}
+        for piece in pieces:
+            for line, raw in read_piece(piece):
+                if not isinstance(raw, bytes):
+                    continue
+                try:
+                    rec = normalize(orjson.loads(raw))
+                except orjson.JSONDecodeError:
+                    continue
+                if rec.kind == "not_an_event" or (rec.is_ce and any(rec.attrs.get(a) is None for a in CORE)):
+                    continue
+                m = self.matcher.match(rec)
+                m = self.resolve(rec, m) if m.status == "ambiguous" else m
+                if m.status == "matched":
+                    checked = self.typed(rec, m, piece.path, line)
+                    out.setdefault(checked.spec.name, []).append(checked)
+        return out
 
     def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:
         candidates = [d.xid for d in m.candidates]

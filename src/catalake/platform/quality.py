@@ -64,11 +64,11 @@ class _Code:
         """A variable holding the row's value at `path` (None when a parent is not an object),
         computed once per function."""
         if path not in self.values:
+            parent = self.value(path[:-1]) if len(path) > 1 else None
             name = f"v{len(self.values)}"
-            if len(path) == 1:
+            if parent is None:
                 self.lines.append(f"    {name} = row.get({path[0]!r})")
             else:
-                parent = self.value(path[:-1])
                 self.lines.append(f"    {name} = {parent}.get({path[-1]!r}) if {parent}.__class__ is dict else None")
             self.values[path] = name
         return self.values[path]

@@ -316,3 +316,21 @@ def _key(config) -> str:
 
 def _plain(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def validate_stored(spark, store, tables, day, names: Sequence[str] | None = None, validator: Validator | None = None,
+                    run_name: str | None = None) -> dict[str, SuiteOutcome]:
+    """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
+    by warehouse name or SQL name), the referee of the classification pass's results."""
+    from .expectations import build_suite
+    from .message_table import PARTITION_COLUMN
+
+    validator = validator or Validator(Path(store.root))
+    chosen = [t for t in tables if names is None or t.name in names or t.message.table_name in names]
+    outcomes = {}
+    for table in chosen:
+        if not (store.exists(table.name) and store.partition_rows(table.name, PARTITION_COLUMN, day)):
+            continue
+        partition = store.read(table.name).where(f"{PARTITION_COLUMN} = DATE'{day.isoformat()}'")
+        outcomes[table.name] = validator.validate(partition, build_suite(table), run_name=run_name or f"{day} (catalake validate)")
+    return outcomes
