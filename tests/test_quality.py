@@ -259,3 +259,19 @@ def test_catalake_validate_runs_gx_on_the_stored_partitions(seeded, monkeypatch,
     out = capsys.readouterr().out
     # the stored rows meet every ERROR expectation; the kept records with a bad uuid fail the WARN one
     assert re.search(r"messages/bikeshare_rides__ridestarted\s+8\s+\d+\s+0\s+1\s+data.rider_id:format \(2\)", out), out
+
+
+def test_validate_job_records_gx_outcomes_as_observations(seeded):
+    from catalake.definitions import build_definitions
+    from catalake.platform.config import Settings
+
+    base, landing, warehouse, _ = seeded
+    definitions = build_definitions(Settings(catalog=(DEMO_CATALOG, base / "shop"), landing=landing, warehouse=warehouse,
+                                             spark_master="local[2]"))
+    run = definitions.resolve_job_def("validate_job").execute_in_process(
+        instance=DagsterInstance.ephemeral(), partition_key=DAY.isoformat())
+    assert run.success
+    observed = {e.asset_key.to_user_string(): e.asset_observation_data.asset_observation.metadata
+                for e in run.all_events if e.event_type_value == "ASSET_OBSERVATION"}
+    assert observed[RIDE_STARTED]["gx_validation"].value == "failed"  # the WARN uuid format, on two kept rows
+    assert observed[RIDE_STARTED]["failed_error"].value == 0 and observed[ORDER]["gx_validation"].value == "passed"

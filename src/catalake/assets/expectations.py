@@ -1,6 +1,6 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
-from dagster import AssetExecutionContext, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from catalake.platform.catalog import CatalogError
 from catalake.platform.message_table import message_tables
@@ -44,15 +44,17 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
 
 
 def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, upstream):
+    # the dbt models of the same job run a range of days in one run: so does this
     @asset(name=DATA_DOCS_KEY, group_name="quality", kinds={"great_expectations"}, partitions_def=partitions_def,
-           deps=[upstream], tags={"layer": "quality"})
+           deps=[upstream], tags={"layer": "quality"}, backfill_policy=BackfillPolicy.single_run())
     def data_docs(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
         """The Great Expectations data docs of one day: a validation page per table the day fed
         (every expectation with its records evaluated, unexpected ones and examples, from the
         classification pass), listed in the site's index with every suite. Offline HTML under
         `gx/uncommitted/data_docs/local_site/`."""
         validator = warehouse.validator()
-        index = validator.build_partition_docs(context.partition_key)
-        return MaterializeResult(metadata={"index": MetadataValue.path(str(index)), "exists": index.exists()})
+        for day in context.partition_keys:
+            index = validator.build_partition_docs(day)
+        return MaterializeResult(metadata={"index": MetadataValue.path(str(index)), "days": len(context.partition_keys)})
 
     return data_docs
