@@ -11,7 +11,7 @@ import pytest
 from dagster import DagsterInstance
 
 from catalake.assets.analytics import DBT_PROJECT_DIR
-from catalake.definitions import build_definitions
+from catalake.location import build_definitions
 from catalake.platform.analyst import sql, warehouse_tables
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import DEMO_DIR, Settings

@@ -8,7 +8,8 @@ import pytest
 from dagster import AssetKey, materialize
 
 from catalake.assets import message_catalog
-from catalake.definitions import build_definitions, defs
+from catalake.definitions import defs
+from catalake.location import build_definitions
 from catalake.platform.catalog_table import CATALOG_TABLE
 from catalake.platform.config import Settings
 from catalake.platform.storage import DeltaStore

@@ -126,12 +126,12 @@ def _run(args) -> int:
 
     from dagster import DagsterInstance
 
-    from catalake.definitions import build_definitions
+    from catalake.location import build_definitions
 
     days = _days(args)
     settings = Settings.from_env()
     _start_spark(settings)
-    defs = build_definitions(settings)
+    defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
     if _catalog_current(instance, settings):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)

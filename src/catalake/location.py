@@ -1,0 +1,52 @@
+"""Building the Dagster definitions from settings (`definitions.py` is the code location itself)."""
+
+from dagster import Definitions, in_process_executor
+
+from catalake.assets import (
+    DEADLETTER_KEY,
+    build_daily_schedule,
+    build_data_docs_asset,
+    build_events_asset,
+    build_events_job,
+    build_landing_sensor,
+    build_validate_job,
+    catalake_job,
+    daily_partitions,
+    expectation_suites,
+    message_catalog,
+)
+from catalake.platform.config import Settings
+from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
+
+
+def build_definitions(settings: Settings | None = None, analytics: bool = True) -> Definitions:
+    """Everything of the code location; `analytics=False` leaves out the dbt project, the data
+    docs and their job (`catalake run --no-analytics` does not load them)."""
+    settings = settings or Settings.from_env()
+    partitions = daily_partitions(settings)
+    events_job = build_events_job(partitions)
+    assets = [message_catalog, expectation_suites, build_events_asset(settings)]
+    jobs = [catalake_job, events_job, build_validate_job(partitions)]
+    resources = {
+        "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
+        "warehouse": Warehouse(path=str(settings.warehouse), delta_backend=settings.delta_backend),
+        "catalog_source": CatalogSource(
+            paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
+        ),
+        "landing": LandingZone(path=str(settings.landing)),
+    }
+    if analytics:
+        from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli
+
+        assets += [build_dbt_assets(partitions), build_data_docs_asset(partitions, DEADLETTER_KEY)]
+        jobs.append(build_analytics_job(partitions))
+        resources["dbt"] = dbt_cli()
+    return Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=[build_daily_schedule(events_job)],
+        sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
+        resources=resources,
+        # One Spark session per run: steps share the process instead of each starting a JVM.
+        executor=in_process_executor,
+    )
