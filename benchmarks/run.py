@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,15 +74,17 @@ def _tree_rss_kib(pid: int) -> dict[str, int]:
 def measure(cmd: list[str], env: dict) -> tuple[float, dict[str, int], str]:
     """(wall seconds, peak RSS in MiB of the process tree: "total" and per kind, stdout)."""
     start = time.perf_counter()
-    with open(os.devnull, "w") as devnull:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=devnull, text=True)
+    # stdout to a file: a pipe read only at the end would block a process that prints much
+    with open(os.devnull, "w") as devnull, tempfile.TemporaryFile("w+") as stdout:
+        proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=devnull, text=True)
         peak: dict[str, int] = {}
         while proc.poll() is None:
             sample = _tree_rss_kib(proc.pid)
             for kind, kib in [("total", sum(sample.values())), *sample.items()]:
                 peak[kind] = max(peak.get(kind, 0), kib // 1024)
             time.sleep(0.5)
-        out = proc.stdout.read()
+        stdout.seek(0)
+        out = stdout.read()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode})")
@@ -91,8 +94,8 @@ def measure(cmd: list[str], env: dict) -> tuple[float, dict[str, int], str]:
 def spark_jobs(event_logs: Path) -> dict[str, int]:
     """Jobs in the Spark event log(s) of one run: all, and those of the classification pass."""
     jobs = {"all": 0, "classification": 0}
-    for log in event_logs.iterdir():
-        for line in log.read_text().splitlines():
+    for log in (p for p in event_logs.rglob("*") if p.is_file()):
+        for line in log.read_text(errors="replace").splitlines():
             if '"Event":"SparkListenerJobStart"' in line:
                 jobs["all"] += 1
                 group = json.loads(line).get("Properties", {}).get("spark.jobGroup.id") or ""
@@ -124,7 +127,7 @@ def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]
             runs[kind].append((wall, rss, {"records": int(stdout.strip().splitlines()[-1])}))
         shutil.rmtree(events, ignore_errors=True)
         events.mkdir()
-        conf = f"spark.eventLog.enabled=true spark.eventLog.dir={events}"
+        conf = f"spark.eventLog.enabled=true spark.eventLog.dir={events} spark.eventLog.compress=false spark.eventLog.rolling.enabled=false"
         wall, rss, stdout = measure(catalake, {**env, "CATALAKE_SPARK_CONF": conf})
         result = json.loads(stdout.strip().splitlines()[-1])
         runs["catalake"].append((wall, rss, {"records": result["records"], "deadletter": result["deadletter"],

@@ -98,7 +98,7 @@ def _part_files(store, run, tables: dict[str, list[list]], attempt: int = 0) -> 
     sink = PartFiles(store.root, DAY1, f"{run}-0.{attempt}")
     schema = arrow_schema(SCHEMA, exclude=("event_date",))
     for name, values in tables.items():
-        sink.write(name, pa.Table.from_pylist([dict(zip(schema.names, v)) for v in values], schema=schema))
+        sink.write(name, schema, [pa.Table.from_pylist([dict(zip(schema.names, v)) for v in values], schema=schema)])
     return sink
 
 

@@ -8,7 +8,6 @@ from dagster import (
     AssetCheckResult,
     AssetMaterialization,
     AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
@@ -23,12 +22,12 @@ from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DOCS_INDEX, Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
-from catalake.platform.message_table import PARTITION_COLUMN, message_tables
+from catalake.platform.message_table import message_tables
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
-from .messages import CATALOG_KEY, message_specs
+from .messages import CATALOG_KEY, message_key, message_specs
 from .metadata import column_schema
 
 DEADLETTER_KEY = AssetKey("deadletter")
@@ -99,7 +98,7 @@ def build_events_asset(settings: Settings):
         except CatalogError as exc:
             raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
         tables, _ = message_tables(catalog, catalog_source.roots())
-        key_of = {t.name: AssetKey(["messages", t.message.group_id, t.message.message_id]) for t in tables}
+        key_of = {t.name: message_key(t.message) for t in tables}
         selected = context.selected_asset_keys
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = {t.name for t in tables if key_of[t.name] in selected}
@@ -141,6 +140,7 @@ def build_events_asset(settings: Settings):
                         + [[f"deadletter: {r}", n] for r, n in sorted(result.deadletter.items())],
                     )),
                     "result": MetadataValue.json(result.as_json()),
+                    "skipped_landing_paths": MetadataValue.md("\n".join(f"- `{p}` (a symbolic link)" for p in result.skipped) or "none"),
                     "path": MetadataValue.path(store.path(DEADLETTER_TABLE)),
                 },
             )

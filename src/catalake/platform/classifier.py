@@ -19,8 +19,10 @@ import base64
 import datetime as dt
 import io
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import orjson
 import pyarrow as pa
@@ -40,9 +42,10 @@ from .storage import PartFiles, arrow_schema
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
+# A task's memory is bounded by these, not by its share of the day or the number of tables:
 BATCH_ROWS = 4096  # a table's rows become one Arrow batch when it has this many
-HELD_ROWS = 50_000  # at most this many rows of a task wait as Python values (the largest buffers convert)
-FLUSH_BYTES = 96 << 20  # Arrow bytes held by a task before its tables' files are written
+HELD_ROWS = 10_000  # at most this many rows of a task wait as Python values (the largest buffers convert)
+SPILL_BYTES = 32 << 20  # Arrow bytes held by a task before they are spilled to local files
 
 
 @dataclass(frozen=True)
@@ -163,11 +166,10 @@ class TableSpec:
         self.suite = SuiteCheck(self.expectations)
         covered = frozenset(e.id for e in self.expectations)
         data = table.schema["data"]
-        self.untyped = bool(data.metadata.get("catalake.json")) or table.data_schema is None
         self.payload = compile_payload(data.dataType, data.metadata, covered)
         spec = validator_spec(table)
         self.avro = avro_decoder(spec) if spec and spec[0] == "avro" else None
-        document = table.data_schema.document or table.data_schema.content if table.data_schema else None
+        document = (table.data_schema.document or table.data_schema.content) if table.data_schema else None
         self.jsonschema = (jsonschema_validator(spec[1], spec[2])
                            if spec and spec[0] == "jsonschema" and needs_python_validation(document) else None)
         is_ce = (message.envelope or "").lower().startswith("cloudevents")
@@ -255,12 +257,31 @@ class Checked:
 
 
 class Buffer:
-    """One table's rows of a task: Python values, then Arrow batches, then Parquet files."""
+    """One table's rows of a task: Python values, then Arrow batches, spilled to local Arrow
+    files when the task holds too much, and written as one Parquet file at the task's end."""
 
     def __init__(self, schema: pa.Schema):
         self.schema = schema
         self.rows: list[list] = []
         self.batches: list[pa.RecordBatch] = []
+        self.spills: list[str] = []
+
+    def spill(self, folder: str) -> None:
+        """The Arrow batches to a local Arrow IPC file (memory-mapped again at the end)."""
+        path = os.path.join(folder, f"{id(self)}-{len(self.spills)}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, self.schema) as writer:
+            for batch in self.batches:
+                writer.write_batch(batch)
+        self.spills.append(path)
+        self.batches = []
+
+    def parts(self) -> Iterator[pa.Table]:
+        """The task's rows in parts, spilled ones first (memory-mapped, one at a time)."""
+        for path in self.spills:
+            with pa.memory_map(path) as source:
+                yield pa.ipc.open_file(source).read_all()
+        if self.batches:
+            yield pa.Table.from_batches(self.batches, schema=self.schema)
 
     def to_arrow(self) -> int:
         """The buffered rows as one Arrow batch; returns its size in bytes."""
@@ -316,6 +337,7 @@ class Classifier:
         self.sink = PartFiles(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}")
         for spec in self.specs.values():
             spec.suite.reset()
+        self.spills = tempfile.mkdtemp(prefix="catalake-task-")
         try:
             for piece in pieces:
                 for line, raw in read_piece(piece):
@@ -325,10 +347,13 @@ class Classifier:
                     if self.unconverted >= HELD_ROWS:
                         self._to_arrow(largest_only=True)
             self._to_arrow()
-            self._write_all()
+            for name, buffer in self.buffers.items():  # one Parquet file per table the task fed
+                self.sink.write(name, buffer.schema, buffer.parts())
         except BaseException:
             self.sink.remove_written()
             raise
+        finally:
+            shutil.rmtree(self.spills, ignore_errors=True)
         result.tallies = {spec.name: spec.suite.tally() for spec in self.specs.values() if spec.suite.used}
         result.files = self.sink.files
         return result
@@ -358,15 +383,12 @@ class Classifier:
 
     def _held(self, nbytes: int) -> None:
         self.held += nbytes
-        if self.held > FLUSH_BYTES:
-            self._write_all()
-
-    def _write_all(self) -> None:
-        for name, buffer in self.buffers.items():
-            if buffer.batches:
-                self.sink.write(name, pa.Table.from_batches(buffer.batches, schema=buffer.schema))
-                buffer.batches = []
-        self.held = 0
+        if self.held > SPILL_BYTES:
+            for buffer in self.buffers.values():
+                if buffer.batches:
+                    buffer.spill(self.spills)
+            self.held = 0
+            pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed memory otherwise
 
     # -- one record
     def deadletter(self, reason: str, detail: str | None, source_file: str, source_line: int, raw, rec: Record | None = None,
@@ -510,10 +532,3 @@ def classifier_for(plan: Plan) -> Classifier:
         _cache.clear()
         _cache[key] = Classifier(plan)
     return _cache[key]
-
-
-def task_output(task: int, result: TaskResult) -> dict:
-    return {"task": task, "records": result.records, "files": result.files, "rows": result.rows,
-            "tallies": result.tallies, "deadletter": result.deadletter, "per_file": result.per_file,
-            "pid": os.getpid()}
-

@@ -65,6 +65,7 @@ class PartitionResult:
     quality: dict[str, TableQuality] = field(default_factory=dict)  # table name -> expectations
     files: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     versions: dict[str, int] = field(default_factory=dict)  # table name -> Delta version committed
+    skipped: list[str] = field(default_factory=list)  # landing paths not read (symbolic links)
     tasks: int = 0
 
     def as_json(self) -> dict:
@@ -142,7 +143,10 @@ def classify_partition(
     the dead-letter table included."""
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict)
-    files = partition_files(landing, day)
+    skipped: list[Path] = []
+    files = partition_files(landing, day, skipped)
+    for path in skipped:
+        progress(f"{day}: skipped {path}: a symbolic link (the landing root is a jail; links are not followed)")
     tasks = plan_tasks(files, _parallelism(spark)) if files else []
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)")
     summaries = []
@@ -151,7 +155,9 @@ def classify_partition(
             with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
                 rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
             summaries = [json.loads(r["json"]) for r in rows]
-        return _commit(store, plan, tables, summaries, progress)
+        result = _commit(store, plan, tables, summaries, progress)
+        result.skipped = [str(p) for p in skipped]
+        return result
     finally:
         # files of this run no commit took: failed or duplicate task attempts, or a failed run
         store.remove_uncommitted(plan.run, day, [t.name for t in tables] + [DEADLETTER_TABLE])

@@ -32,11 +32,6 @@ def as_text(value) -> str | None:
     return orjson.dumps(value).decode()
 
 
-def json_text(value) -> str | None:
-    """A JSON value as JSON text (null: no value)."""
-    return None if value is None else orjson.dumps(value).decode()
-
-
 def as_int(value, bits: int = 64) -> int | None:
     """An integer within the signed range of `bits`, from a JSON number or text; else None."""
     if isinstance(value, bool) or value is None:

@@ -13,6 +13,8 @@ literal path (`read_piece`): records come out as (source_file, source_line, raw 
 `source_line` is the 1-based line of a JSON lines file, or the 1-based element of a batch array
 (1 for a single document).
 
+Files are read by their literal path (no pattern expansion: a file named `rides-*.jsonl` is one
+file), and the landing root is a jail: symbolic links are skipped and reported, never read.
 A record longer than the size limit is not read into memory whole: it comes out as `TooLarge`
 (its first bytes), and a compressed file that breaks off mid-way gives what could be read, then
 one `Corrupt` entry saying where it broke.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import hashlib
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -55,13 +58,33 @@ def is_landed_file(path: Path) -> bool:
     return name.endswith(LINE_FILES + DOCUMENT_FILES)
 
 
-def partition_files(root: Path, day: dt.date) -> list[Path]:
-    """The landed files of one day, sorted (subfolders included)."""
+def partition_files(root: Path, day: dt.date, skipped: list | None = None) -> list[Path]:
+    """The landed files of one day, sorted (subfolders included). The landing root is a jail: a
+    symbolic link (file or folder) is never followed, and is added to `skipped`."""
     files = []
     for folder in partition_folders(Path(root), day):
-        files += [p for p in folder.rglob("*") if p.is_file() and is_landed_file(p)
-                  and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts[:-1])]
+        if folder.is_symlink():
+            (skipped if skipped is not None else []).append(folder)
+            continue
+        for path in _walk(folder, skipped if skipped is not None else []):
+            relative = path.relative_to(folder).parts
+            if is_landed_file(path) and not any(part.startswith((".", "_")) for part in relative[:-1]):
+                files.append(path)
     return sorted(files)
+
+
+def _walk(folder: Path, skipped: list) -> Iterator[Path]:
+    """Regular files under folder, links skipped (os.walk does not follow them into folders)."""
+    for base, dirs, names in os.walk(folder):
+        here = Path(base)
+        for name in [*dirs, *names]:
+            if (here / name).is_symlink():
+                skipped.append(here / name)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+        for name in names:
+            path = here / name
+            if not path.is_symlink() and path.is_file():
+                yield path
 
 
 def landing_partitions(root: Path) -> dict[str, str]:

@@ -39,7 +39,7 @@ from uritemplate import URITemplate
 
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
-from .jsonvalues import INTEGER_TEXT, rfc3339
+from .jsonvalues import INTEGER_TEXT
 from .records import Record
 
 LOOSE = "(.+?)"

@@ -45,6 +45,7 @@ from pyspark.sql.types import (
 
 from .catalog.model import Catalog, MessageDefinition
 from .catalog.normalize import protocol_family
+from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_type
 from .schemas.json_schema import SchemaError
@@ -76,51 +77,6 @@ ATTRIBUTE_TYPES: dict[str, DataType] = {
     "urireference": StringType(),
     "uritemplate": StringType(),
     "timestamp": TimestampType(),
-}
-
-TEXT_MAP = MapType(StringType(), StringType(), True)
-
-PROTOCOL_COLUMNS: dict[str, list[tuple[str, DataType, str]]] = {
-    "KAFKA": [
-        ("kafka_topic", StringType(), "Kafka topic."),
-        ("kafka_partition", IntegerType(), "Kafka partition."),
-        ("kafka_offset", LongType(), "Offset within the partition."),
-        ("kafka_key", StringType(), "Record key (text, or base64 when binary)."),
-        ("kafka_timestamp", TimestampType(), "Record timestamp."),
-        ("kafka_headers", TEXT_MAP, "Record headers other than CloudEvents attributes."),
-    ],
-    "MQTT": [
-        ("mqtt_topic_name", StringType(), "MQTT topic name."),
-        ("mqtt_qos", IntegerType(), "MQTT quality of service (0, 1, 2)."),
-        ("mqtt_retain", BooleanType(), "MQTT retain flag."),
-        ("mqtt_content_type", StringType(), "MQTT 5 content type."),
-        ("mqtt_user_properties", TEXT_MAP, "MQTT 5 user properties other than CloudEvents attributes."),
-    ],
-    "AMQP": [
-        ("amqp_message_id", StringType(), "AMQP properties message-id."),
-        ("amqp_to", StringType(), "AMQP properties to (address)."),
-        ("amqp_subject", StringType(), "AMQP properties subject."),
-        ("amqp_content_type", StringType(), "AMQP properties content-type."),
-        ("amqp_application_properties", TEXT_MAP, "AMQP application properties other than CloudEvents attributes."),
-        ("amqp_message_annotations", TEXT_MAP, "AMQP message annotations."),
-    ],
-    "HTTP": [
-        ("http_method", StringType(), "HTTP request method."),
-        ("http_path", StringType(), "HTTP request path."),
-        ("http_query", TEXT_MAP, "HTTP query parameters."),
-        ("http_headers", TEXT_MAP, "HTTP headers other than CloudEvents attributes."),
-    ],
-    "NATS": [
-        ("nats_subject", StringType(), "NATS subject."),
-        ("nats_reply_to", StringType(), "NATS reply subject."),
-        ("nats_headers", TEXT_MAP, "NATS headers other than CloudEvents attributes."),
-    ],
-    "ROCKETMQ": [
-        ("rocketmq_topic", StringType(), "RocketMQ topic."),
-        ("rocketmq_tags", StringType(), "RocketMQ tags."),
-        ("rocketmq_keys", StringType(), "RocketMQ keys."),
-        ("rocketmq_properties", TEXT_MAP, "RocketMQ properties other than CloudEvents attributes."),
-    ],
 }
 
 LINEAGE_COLUMNS = [
@@ -202,9 +158,9 @@ def placeholder_columns(message: MessageDefinition, taken: set[str]) -> list[Str
 
 def protocol_columns(message: MessageDefinition) -> list[StructField]:
     columns = [StructField("protocol", StringType(), True, _meta("Protocol binding the record arrived by (null: CloudEvents JSON without one)."))]
-    family = protocol_family(message.protocol)
-    if family in PROTOCOL_COLUMNS:
-        columns += [StructField(n, t, True, _meta(d)) for n, t, d in PROTOCOL_COLUMNS[family]]
+    binding = BY_FAMILY.get(protocol_family(message.protocol) or "")
+    if binding is not None:
+        columns += [StructField(c.name, c.dtype, True, _meta(c.comment)) for c in binding.columns]
     else:
         columns.append(StructField("protocol_metadata", TEXT_MAP, True, _meta("Protocol metadata of the record (topic, partition, ...), as text.")))
     return columns

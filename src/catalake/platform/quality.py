@@ -8,7 +8,7 @@ condition is not evaluated; null values are `missing` and not unexpected, except
 matched record (a failure dead-letters it as `schema_violation`, naming the expectation), WARN
 ones on the records that were kept.
 
-Counts add up per task and per table (`Tally`, plain data that merges); `results` turns them into
+Counts add up per task and per table (`SuiteCheck.tally`, plain data that merges); `results` turns them into
 GX's own result numbers: element_count, unexpected_count, unexpected_percent (of the non-null
 values, of all rows for `not_be_null`), missing_count, and a few examples with their file and
 line. `type` failures (a value of the wrong JSON kind, payload.py) are counted beside the
@@ -35,7 +35,6 @@ from .expectations import (
 from .payload import shown
 
 EXAMPLES = 5
-TYPE_RULE = "type"
 
 
 def _get(row: dict, path: tuple[str, ...]):

@@ -26,7 +26,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -184,16 +184,22 @@ class PartFiles:
         self.files: dict[str, list] = {}  # table -> [[path relative to the table, size, rows], ...]
         self.count = 0
 
-    def write(self, table: str, data: pa.Table) -> None:
+    def write(self, table: str, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
+        """One Parquet file of the table's partition from its parts, streamed (memory holds one
+        part at a time; each is one or more row groups)."""
         rel = f"{self.folder}/part-{self.prefix}-{self.count}.zstd.parquet"
         self.count += 1
         path = "/".join([self.base.rstrip("/"), *table.split("/"), rel])
         if table not in self.files:
             self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        rows = 0
         with self.filesystem.open_output_stream(path) as out:
-            pq.write_table(data, out, compression="zstd")
+            with pq.ParquetWriter(out, schema, compression="zstd") as writer:
+                for part in parts:
+                    writer.write_table(part)
+                    rows += part.num_rows
             size = out.tell()
-        self.files.setdefault(table, []).append([rel, size, data.num_rows])
+        self.files.setdefault(table, []).append([rel, size, rows])
 
     def remove_written(self) -> None:
         for table, files in self.files.items():

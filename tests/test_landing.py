@@ -1,0 +1,91 @@
+"""The landing zone read as an operator would hope (issue 20, first cases): literal file names,
+a jail for the landing root, bounded records, corrupt compressed files; in plain Python."""
+
+import datetime as dt
+import gzip
+import json
+
+from catalake.platform.catalog import load_catalog
+from catalake.platform.classifier import Classifier, Plan
+from catalake.platform.landing import MAX_RECORD_BYTES, partition_files, plan_tasks, read_piece
+from catalake.platform.message_table import message_tables
+
+from conftest import DEMO_CATALOG
+
+DAY = dt.date(2026, 11, 20)
+
+
+def event(n: int) -> str:
+    return json.dumps({"specversion": "1.0", "id": f"e{n}", "source": "/x", "type": "unknown.Type"})
+
+
+def classify(root, tmp_path):
+    """The day through the classifier, in this process: (TaskResult, dead-letter rows by reason)."""
+    tables, _ = message_tables(load_catalog([DEMO_CATALOG]), [DEMO_CATALOG])
+    plan = Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime.now(dt.timezone.utc), "t")
+    classifier = Classifier(plan)
+    pieces = [p for task in plan_tasks(partition_files(root, DAY), 1) for p in task]
+    result = classifier.run("0.0", pieces)
+    import pyarrow.parquet as pq
+
+    rows = [r for rel, _, _ in result.files.get("deadletter", [])
+            for r in pq.read_table(tmp_path / "warehouse" / "deadletter" / rel).to_pylist()]
+    return result, rows
+
+
+def test_file_names_are_literal_paths_each_read_once(tmp_path):
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    names = ["rides.jsonl", "rides-*.jsonl", "b21-[x].jsonl", "with space %20.jsonl"]
+    for i, name in enumerate(names):
+        (day / name).write_text("".join(event(10 * i + k) + "\n" for k in range(3)))
+    result, rows = classify(tmp_path / "landing", tmp_path)
+    assert result.records == 12 and result.per_file == {str(day / n): 3 for n in names}
+    # lineage names the file as it is on disk (no URL encoding)
+    assert {r["source_file"] for r in rows} == {str(day / n) for n in names}
+
+
+def test_symbolic_links_are_skipped_and_reported(tmp_path):
+    root = tmp_path / "landing"
+    day = root / DAY.isoformat()
+    day.mkdir(parents=True)
+    (day / "good.jsonl").write_text(event(1) + "\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text(event(2) + "\n")
+    (day / "passwd.jsonl").symlink_to(outside / "secret.jsonl")
+    (day / "linked").symlink_to(outside, target_is_directory=True)
+    skipped = []
+    assert partition_files(root, DAY, skipped) == [day / "good.jsonl"]
+    assert sorted(p.name for p in skipped) == ["linked", "passwd.jsonl"]
+    # a day folder that is itself a link is not read either
+    other = root / "2026-11-21"
+    other.symlink_to(outside, target_is_directory=True)
+    skipped = []
+    assert partition_files(root, dt.date(2026, 11, 21), skipped) == [] and skipped == [other]
+
+
+def test_a_record_over_the_limit_is_dead_lettered_without_reading_it_whole(tmp_path):
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    big = '{"specversion": "1.0", "id": "big", "data": "' + "x" * (MAX_RECORD_BYTES + 10) + '"}'
+    (day / "mixed.jsonl").write_text(event(1) + "\n" + big + "\n" + event(3) + "\n")
+    result, rows = classify(tmp_path / "landing", tmp_path)
+    assert result.records == 3 and result.deadletter == {"record_too_large": 1, "no_match": 2}
+    too_large = next(r for r in rows if r["reason"] == "record_too_large")
+    assert too_large["source_line"] == 2 and len(too_large["raw"]) == 4096
+    assert str(len(big)) in too_large["detail"]
+
+
+def test_a_truncated_gzip_file_dead_letters_its_break_and_keeps_its_lines(tmp_path):
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    whole = gzip.compress("".join(event(n) + "\n" for n in range(200)).encode())
+    (day / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    (day / "fine.jsonl").write_text(event(999) + "\n")
+    lines = list(read_piece(plan_tasks([day / "cut.jsonl.gz"], 1)[0][0]))
+    assert 0 < len(lines) - 1 < 200 and type(lines[-1][1]).__name__ == "Corrupt"
+    result, rows = classify(tmp_path / "landing", tmp_path)
+    corrupt = next(r for r in rows if r["reason"] == "corrupt_file")
+    assert corrupt["source_file"].endswith("cut.jsonl.gz") and "breaks off at line" in corrupt["detail"]
+    assert result.deadletter == {"corrupt_file": 1, "no_match": len(lines) - 1 + 1}
