@@ -72,7 +72,7 @@ def dagster_seconds(catalog_dir: Path, landing: Path, work: Path) -> dict:
     start = next(e.timestamp for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_START)
     end = next(e.timestamp for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_SUCCESS)
     checks = [e.timestamp for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION
-              and e.dagster_event.event_specific_data.asset_check_evaluation.check_name == "expectations"]
+              and e.dagster_event.event_specific_data.check_name == "expectations"]
     materialized = [e.timestamp for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.ASSET_MATERIALIZATION]
     if not checks:
         return {"step_s": end - start, "checks_s": 0.0, "checks": 0}

@@ -1,6 +1,7 @@
 """The `catalake` console script, run as a user runs it."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -56,3 +57,12 @@ def test_schema_show_prints_the_derived_tree():
 def test_schema_show_unknown_message():
     out = run("schema", "show", "nope", "--catalog", str(DEMO_CATALOG))
     assert out.returncode == 1 and "0 message definitions match 'nope'" in out.stderr
+
+
+def test_a_day_that_is_not_a_partition_is_one_line_before_anything_starts(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "run", "--date", "2099-01-01", "--no-analytics"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse")})
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("not a partition: 2099-01-01; the partitions are the days from CATALAKE_START_DATE")
+    assert len(out.stderr.splitlines()) == 1 and not (tmp_path / "warehouse").exists()

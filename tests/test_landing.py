@@ -89,3 +89,50 @@ def test_a_truncated_gzip_file_dead_letters_its_break_and_keeps_its_lines(tmp_pa
     corrupt = next(r for r in rows if r["reason"] == "corrupt_file")
     assert corrupt["source_file"].endswith("cut.jsonl.gz") and "breaks off at line" in corrupt["detail"]
     assert result.deadletter == {"corrupt_file": 1, "no_match": len(lines) - 1 + 1}
+
+
+def test_json_is_read_strictly_with_a_reason_per_fault(tmp_path):
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    lines = [
+        event(1).encode(),
+        b'{"specversion": "1.0", "id": "n", "source": "/x", "type": "t", "data": {"v": NaN}}',
+        b'{"specversion": "1.0", "id": "d", "source": "/x", "type": "t", "data": {"v": 1, "v": 2}}',
+        b'{"specversion": "1.0", "id": "b", "source": "/x", "type": "t", "data": {"v": 123456789012345678901234}}',
+        b'{"specversion": "1.0", "id": "u", "source": "/x", "type": "t", "data": "caf\xe9"}',
+        b'{"specversion": "1.0", "id": "deep", "data": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+        b'{"specversion": "1.0", "id": "deep", "data": ' + b"[" * 200 + b"]" * 200 + b"}",
+        event(8).encode(),
+    ]
+    (day / "faults.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    result, rows = classify(tmp_path / "landing", tmp_path)
+    assert result.records == 8
+    assert result.deadletter == {"no_match": 2, "malformed_json": 3, "invalid_utf8": 1, "too_deep": 2}
+    detail = {r["source_line"]: (r["reason"], r["detail"]) for r in rows}
+    assert "NaN is not a JSON number" in detail[2][1]
+    assert detail[3][1] == "duplicate key 'v' in the object at /data"
+    assert detail[4][1] == "integer 123456789012345678901234 at /data/v is outside the 64-bit range"
+    assert detail[5][0] == "invalid_utf8" and "UTF-8" in detail[5][1]
+    assert detail[7][1] == "nested 201 levels deep; the limit is 128"
+    # every line is in exactly one place, with its line number
+    assert sorted(detail) == list(range(1, 9))
+
+
+def test_an_invalid_envelope_is_dead_lettered_naming_the_attribute(tmp_path):
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    base = {"specversion": "1.0", "id": "e", "source": "/x", "type": "unknown.Type"}
+    lines = [
+        {**base, "time": "2026-11-20T10:46:30"},  # no offset
+        {**base, "time": "yesterday"},
+        {**base, "time": "2026-11-20"},  # a date is not a timestamp
+        {**base, "id": ""},
+        {**base, "source": ""},
+        {**base, "time": "2026-11-20t10:46:30z"},  # RFC 3339 allows lower-case t and z
+    ]
+    (day / "envelopes.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result, rows = classify(tmp_path / "landing", tmp_path)
+    assert result.deadletter == {"invalid_attribute": 5, "no_match": 1}
+    detail = {r["source_line"]: r["detail"] for r in rows}
+    assert all(detail[n].startswith("time '") and "RFC 3339" in detail[n] for n in (1, 2, 3))
+    assert detail[4].startswith("empty CloudEvents attribute(s): id") and "source" in detail[5]

@@ -133,3 +133,28 @@ def test_part_of_a_document_keeps_document_relative_refs(tmp_path):
     s = resolve(tmp_path, registry, dataschemauri="#/schemagroups/g/schemas/doc/versions/1:definitions/A")
     dtype, _ = json_schema_to_spark(s.content, document=s.document)
     assert dtype["b"].dataType.simpleString() == "bigint"
+
+
+def test_forbidden_references_are_catalog_errors_that_refuse_the_tables(tmp_path):
+    from catalake.platform.catalog import CatalogError
+    from catalake.platform.message_table import message_tables
+
+    def message(ref):
+        return {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": ref}},
+                "dataschemaformat": "JsonSchema/draft-07", "dataschemauri": ref}
+
+    folder = tmp_path / "cat"
+    folder.mkdir()
+    (tmp_path / "outside.json").write_text('{"type": "object"}')
+    path = folder / "catalog.xreg.json"
+    path.write_text(json.dumps({"messagegroups": {"g": {"messages": {
+        "a": message("file:///etc/passwd"), "b": message("https://example.com/s.json"),
+        "c": message("../outside.json"), "d": message("missing.json")}}}}))
+    with pytest.raises(CatalogError) as refused:
+        message_tables(load_catalog([path]), [folder])
+    assert [(p.file, p.pointer, p.rule) for p in refused.value.problems] == [
+        (str(path), f"/messagegroups/g/messages/{m}/dataschemauri", "schema-reference-forbidden") for m in "abc"]
+    # a reference that only fails to resolve stays a warning: the table keeps the payload as JSON text
+    path.write_text(json.dumps({"messagegroups": {"g": {"messages": {"d": message("missing.json")}}}}))
+    tables, warnings = message_tables(load_catalog([path]), [folder])
+    assert len(tables) == 1 and len(warnings) == 1 and "no such file" in warnings[0]

@@ -6,13 +6,24 @@ import argparse
 import sys
 from pathlib import Path
 
-from catalake.platform.catalog import load_catalog, read_catalog
+from catalake.platform.catalog import CatalogError, Problem, load_catalog, read_catalog
 from catalake.platform.config import Settings
 from catalake.platform.report import catalog_rows, text_table
 
 
 def _catalog_validate(args) -> int:
+    from catalake.platform.message_table import message_tables
+
     catalog, problems = read_catalog(args.paths)
+    if not any(p.severity == "error" for p in problems):
+        # data schemas: a forbidden reference is an error, one that does not derive a warning
+        try:
+            tables, _ = message_tables(catalog, _roots(args.paths))
+            problems += [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
+                                 t.schema["data"].metadata["catalake.schema_error"], "warning")
+                         for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+        except CatalogError as exc:
+            problems += exc.problems
     for problem in problems:
         print(problem)
     errors = [p for p in problems if p.severity == "error"]
@@ -35,6 +46,11 @@ def _catalog_show(args) -> int:
     return 1 if errors else 0
 
 
+def _roots(paths) -> list[Path]:
+    """Where a catalog given on the command line may read schema files: its own folders."""
+    return [p if p.is_dir() else p.parent for p in map(Path, paths)]
+
+
 def _schema_show(args) -> int:
     from pyspark.sql.types import StructField, StructType
 
@@ -49,7 +65,7 @@ def _schema_show(args) -> int:
         print(f"{len(matches)} message definitions match {args.message!r}", file=sys.stderr)
         return 1
     (message,) = matches
-    roots = [p if p.is_dir() else p.parent for p in map(Path, paths)]
+    roots = _roots(paths)
     try:
         schema = resolve_data_schema(message, catalog.schemagroups, roots)
         if schema is None:
@@ -96,7 +112,6 @@ def _catalog_current(instance, settings: Settings) -> bool:
     from dagster import AssetKey
     from deltalake import DeltaTable
 
-    from catalake.platform.catalog import CatalogError
     from catalake.platform.catalog_table import CATALOG_TABLE
     from catalake.platform.config import SUITES_DIR
     from catalake.platform.message_table import catalog_fingerprint, message_tables
@@ -118,6 +133,19 @@ def _catalog_current(instance, settings: Settings) -> bool:
             and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
 
 
+def _not_partitions(settings: Settings, days) -> str | None:
+    """One line naming the days that are not partitions of the daily partitions, or None."""
+    from catalake.assets.events import daily_partitions
+
+    keys = daily_partitions(settings).get_partition_keys()
+    outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
+    if not outside:
+        return None
+    span = f"{keys[0]} to {keys[-1]}" if keys else "none yet"
+    return (f"not a partition: {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''}; the partitions are the "
+            f"days from CATALAKE_START_DATE ({settings.start_date}) that have ended: {span}")
+
+
 def _run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
@@ -130,6 +158,10 @@ def _run(args) -> int:
 
     days = _days(args)
     settings = Settings.from_env()
+    outside = _not_partitions(settings, days)
+    if outside:
+        print(outside, file=sys.stderr)
+        return 2
     _start_spark(settings)
     defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()

@@ -43,11 +43,13 @@ def message_catalog(
     fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
     table under `messages/` (schema derived from its data schema; a schema that cannot be
     resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
-    nullable columns of a changed definition. An invalid catalog, or a change that would retype,
+    nullable columns of a changed definition. An invalid catalog (a data schema reference to the
+    network or outside the configured roots included), or a change that would retype,
     remove or tighten a column, fails with every problem and leaves all tables untouched.
     """
     try:
         catalog = catalog_source.load()
+        tables, schema_warnings = message_tables(catalog, catalog_source.roots())
     except CatalogError as exc:
         context.log.error(str(exc))
         raise Failure(
@@ -56,7 +58,6 @@ def message_catalog(
         ) from None
     for warning in catalog.warnings:
         context.log.warning(str(warning))
-    tables, schema_warnings = message_tables(catalog, catalog_source.roots())
     for warning in schema_warnings:
         context.log.warning(f"payload kept as JSON text: {warning}")
     store = warehouse.store(spark.session)

@@ -95,9 +95,9 @@ def build_events_asset(settings: Settings):
         day = dt.date.fromisoformat(context.partition_key)
         try:
             catalog = catalog_source.load()
+            tables, _ = message_tables(catalog, catalog_source.roots())
         except CatalogError as exc:
-            raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
-        tables, _ = message_tables(catalog, catalog_source.roots())
+            raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
         key_of = {t.name: message_key(t.message) for t in tables}
         selected = context.selected_asset_keys
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location

@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterator, Sequence
 import orjson
 import pyarrow as pa
 
-from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
+from . import strictjson
+from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
 from .jsonvalues import as_int, from_base64
 from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, read_piece
@@ -36,7 +37,7 @@ from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
-from .records import MISSING, CORE, Record, normalize
+from .records import MISSING, CORE, Record, envelope_fault, normalize
 from .schemas.avro import named_type
 from .storage import PartFiles, arrow_schema
 
@@ -82,6 +83,18 @@ def jsonschema_validator(content, document):
     return cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
 
 
+ENDLESS_REF = ("data:$ref", "data: the data schema refers to itself without end (a $ref cycle that reads no data)")
+
+
+def schema_errors(validator, value) -> list | None:
+    """jsonschema's errors for `value`, by path; None when the schema recurses without end
+    (`{"$ref": "#"}` is a valid schema that no validator can finish)."""
+    try:
+        return sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return None
+
+
 def make_validator(spec: tuple) -> Callable[[Any], list[str]]:
     """The data schema's own validator: value -> its first error messages."""
     family, content, document, type_name = spec
@@ -89,7 +102,9 @@ def make_validator(spec: tuple) -> Callable[[Any], list[str]]:
         validator = jsonschema_validator(content, document)
 
         def errors(value) -> list[str]:
-            found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            found = schema_errors(validator, value)
+            if found is None:
+                return [ENDLESS_REF[1]]
             return [f"data{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in found[:MAX_ERRORS]]
 
         return errors
@@ -226,7 +241,10 @@ class TableSpec:
     def jsonschema_errors(self, value) -> list[tuple[str, str]]:
         """jsonschema's findings for the keywords the native typing does not compile."""
         found = []
-        for e in sorted(self.jsonschema.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        errors = schema_errors(self.jsonschema, value)
+        if errors is None:
+            return [ENDLESS_REF]
+        for e in errors:
             if e.validator in PYTHON_KEYWORDS:
                 path = "data" + "".join(f".{p}" for p in e.absolute_path)
                 found.append((f"{path}:{e.validator}", f"{path}: {e.message}"))
@@ -397,7 +415,7 @@ class Classifier:
         if not self.writes_deadletter:
             return
         attrs = rec.attrs if rec is not None and rec.attrs is not None else {}
-        kind = rec.kind if rec is not None else ("malformed_json" if reason == "malformed_json" else None)
+        kind = rec.kind if rec is not None else ("malformed_json" if reason in NOT_JSON else None)
         text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
         self._add(DEADLETTER_TABLE, self.deadletter_schema, [
             reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
@@ -413,9 +431,9 @@ class Classifier:
             self.deadletter("corrupt_file", raw.detail, source_file, line, None)
             return
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            self.deadletter("malformed_json", f"not valid JSON: {exc}", source_file, line, raw)
+            obj = strictjson.loads(raw)
+        except strictjson.NotJson as exc:
+            self.deadletter(exc.reason, exc.detail, source_file, line, raw)
             return
         rec = normalize(obj)
         if rec.kind == "not_an_event":
@@ -430,6 +448,10 @@ class Classifier:
             if rec.attrs["specversion"] != "1.0":
                 self.deadletter("unsupported_specversion", f"specversion {rec.attrs['specversion']} (1.0 is supported)",
                                 source_file, line, raw, rec)
+                return
+            fault = envelope_fault(rec)
+            if fault is not None:
+                self.deadletter("invalid_attribute", fault, source_file, line, raw, rec)
                 return
         m = self.matcher.match(rec)
         if m.status == "ambiguous":
@@ -475,10 +497,11 @@ class Classifier:
                 if not isinstance(raw, bytes):
                     continue
                 try:
-                    rec = normalize(orjson.loads(raw))
-                except orjson.JSONDecodeError:
+                    rec = normalize(strictjson.loads(raw))
+                except strictjson.NotJson:
                     continue
-                if rec.kind == "not_an_event" or (rec.is_ce and any(rec.attrs.get(a) is None for a in CORE)):
+                if rec.kind == "not_an_event" or (rec.is_ce and (any(rec.attrs.get(a) is None for a in CORE)
+                                                                 or envelope_fault(rec) is not None)):
                     continue
                 m = self.matcher.match(rec)
                 m = self.resolve(rec, m) if m.status == "ambiguous" else m

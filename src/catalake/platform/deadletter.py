@@ -8,9 +8,12 @@ DEADLETTER_TABLE = "deadletter"
 
 # reason -> what it means (shown in the README and the Dagster UI)
 REASONS = {
-    "malformed_json": "the line (or file) is not JSON",
+    "malformed_json": "the line (or file) is not strict JSON (NaN, a duplicate key, an integer beyond 64 bits, ...)",
+    "invalid_utf8": "the line is not valid UTF-8 text",
+    "too_deep": "the record nests objects and arrays deeper than the limit",
     "not_an_event": "JSON, but neither a CloudEvent nor a protocol record",
     "missing_required_attribute": "a CloudEvent without id, source, type or specversion, or without an attribute its definition requires",
+    "invalid_attribute": "a CloudEvent whose id or source is empty, or whose time is not an RFC 3339 timestamp",
     "unsupported_specversion": "a CloudEvent whose specversion is not 1.0",
     "no_match": "no message definition matches the record",
     "ambiguous": "several definitions match and the payload does not single one out",
@@ -24,6 +27,8 @@ REASONS = {
 def _c(name, dtype, nullable, comment):
     return StructField(name, dtype, nullable, {"comment": comment})
 
+
+NOT_JSON = ("malformed_json", "invalid_utf8", "too_deep")  # reasons of a line that is not read as JSON
 
 SCHEMA = StructType([
     _c("reason", StringType(), False, "Machine-readable reason: " + ", ".join(REASONS)),

@@ -45,11 +45,12 @@ from pyspark.sql.types import (
 
 from .catalog.model import Catalog, MessageDefinition
 from .catalog.normalize import protocol_family
+from .catalog.problems import CatalogError, Problem
 from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_type
 from .schemas.json_schema import SchemaError
-from .schemas.references import DataSchema, resolve_data_schema
+from .schemas.references import DataSchema, ForbiddenReference, resolve_data_schema
 from .schemas.unions import JSON_STRING
 from .storage import PARTITION_COLUMN, DeltaStore
 
@@ -183,6 +184,8 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
     try:
         data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
         data = data_column(message, data_schema)
+    except ForbiddenReference:
+        raise
     except SchemaError as exc:
         data_schema = None
         data = StructField("data", StringType(), True, _meta(
@@ -200,8 +203,17 @@ def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
 
 
 def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
-    """Every definition's table, and the warnings of the definitions whose schema does not derive."""
-    tables = [message_table(m, catalog, roots) for m in catalog]
+    """Every definition's table, and the warnings of the definitions whose schema does not derive.
+    A reference to the network or outside the roots is a CatalogError naming every such one."""
+    tables, forbidden = [], []
+    for message in catalog:
+        try:
+            tables.append(message_table(message, catalog, roots))
+        except ForbiddenReference as exc:
+            slot = "dataschemauri" if "dataschemauri" in message.definition else "dataschemaxid"
+            forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", "schema-reference-forbidden", str(exc)))
+    if forbidden:
+        raise CatalogError(forbidden)
     return tables, schema_warnings(tables)
 
 

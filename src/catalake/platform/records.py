@@ -80,6 +80,19 @@ class Record:
         return out
 
 
+def envelope_fault(rec: Record) -> str | None:
+    """What makes a CloudEvent invalid whatever its definition (CloudEvents 1.0, "Context
+    Attributes"): `id` and `source` MUST be non-empty; `time`, when present, MUST be an RFC 3339
+    timestamp (with its offset)."""
+    empty = [name for name in ("id", "source") if rec.attrs.get(name) == ""]
+    if empty:
+        return "empty CloudEvents attribute(s): " + ", ".join(empty) + " (must be non-empty)"
+    time = rec.attrs.get("time")
+    if time is not None and rec.timestamp("ce:time") is None:
+        return f"time {time[:64]!r} is not an RFC 3339 timestamp with an offset (e.g. 2026-11-20T10:00:00Z)"
+    return None
+
+
 def decode_payload(value):
     """A protocol payload; a JSON string holding an object or array is decoded once."""
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):

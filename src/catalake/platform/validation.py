@@ -19,11 +19,12 @@ results and the data docs site (`gx/uncommitted/data_docs/local_site/index.html`
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+import orjson
 
 from .config import DOCS_INDEX, GX_VERSION, VALIDATIONS
 from .expectations import DERIVED, ERROR, Expectation, import_gx, expectation_summary, suite_document
@@ -274,7 +275,8 @@ def store_validation_result(warehouse: Path, document: dict) -> Path:
     path = (Path(warehouse) / VALIDATIONS / suite / meta["run_id"]["run_name"] / meta["validation_time"]
             / f"{suite}-{partition}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, default=str))
+    # orjson: the standard library's indented encoder is pure Python, a tenth of the speed
+    path.write_bytes(orjson.dumps(document, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     return path
 
 

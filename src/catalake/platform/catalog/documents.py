@@ -26,11 +26,22 @@ def is_catalog(data) -> bool:
     return isinstance(data, dict) and any(k in data for k in CATALOG_KEYS)
 
 
+class _NoAliases(yaml.SafeLoader):
+    """YAML without aliases: an alias can multiply a small file into gigabytes once expanded
+    (the "billion laughs"), and a catalog has no need of them."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in a catalog",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
 def parse_text(path: Path, text: str) -> tuple[object, list[Problem]]:
     """Parse JSON (or YAML for .yaml/.yml). Syntax errors name the line and column."""
     if path.suffix in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text), []
+            return yaml.load(text, Loader=_NoAliases), []
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

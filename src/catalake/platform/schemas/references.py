@@ -40,7 +40,12 @@ FAMILIES = {
 
 
 class SchemaReferenceError(SchemaError):
-    """A data schema reference that must not or cannot be followed."""
+    """A data schema reference that cannot be followed."""
+
+
+class ForbiddenReference(SchemaReferenceError):
+    """A data schema reference that must not be followed (the network, or a file outside the
+    configured roots): an error of the catalog, never a table left untyped."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def _read_file(message: MessageDefinition, ref: str, location: str, roots: Seque
     else:
         path = Path(message.source_file).parent / unquote(location)
     if not _within(path, roots):
-        raise SchemaReferenceError(
+        raise ForbiddenReference(
             f"{message.xid}: data schema reference {ref!r} points outside the configured roots "
             f"({', '.join(str(r) for r in roots)}); it is not read"
         )
@@ -111,7 +116,7 @@ def resolve_data_schema(
     location, type_name, pointer = split_reference(ref)
     scheme = urlparse(location).scheme.lower()
     if scheme in ("http", "https", "ftp", "ws", "wss"):
-        raise SchemaReferenceError(
+        raise ForbiddenReference(
             f"{message.xid}: data schema reference {ref!r} is a network location; schemas are never fetched "
             "(put the schema in the catalog's registry or in a file under the configured roots)"
         )

@@ -1,0 +1,36 @@
+"""The strict JSON reader: what orjson lets through silently is refused, and nothing else is."""
+
+import json
+
+import pytest
+
+from catalake.platform import strictjson
+
+
+@pytest.mark.parametrize("text", [
+    b'{"a": 1, "b": [1, 2.5, "x:y", {"c": null}]}',
+    b'{ "a" : { "b" : 1 } , "t": "10:00:00" }',  # spaces around colons, colons in values
+    b'{"a": 18446744073709551615, "b": -9223372036854775808, "c": 1e+30}',  # the 64-bit edges; a float
+    b'{"a": "\\u003a", "b": "\\u00e9"}',  # escapes take the exact reading and pass
+    b'[' * 128 + b']' * 128,
+    b'"just a string"',
+])
+def test_json_that_is_strict_reads_as_the_standard_library_reads_it(text):
+    assert strictjson.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text, reason, detail", [
+    (b'{"a": Infinity}', "malformed_json", "Infinity is not a JSON number"),
+    (b'{"a": 1e999}', "malformed_json", "too large for a double"),
+    (b'{"a": {"b": 1, "b": 1}}', "malformed_json", "duplicate key 'b' in the object at /a"),
+    (b'{"a" : 1, "a" : 2}', "malformed_json", "duplicate key 'a' in the object at /"),
+    (b'{"a": "\\u003a", "a": 2}', "malformed_json", "duplicate key 'a'"),
+    (b'{"a/b": [0, -99999999999999999999]}', "malformed_json", "at /a~1b/1 is outside the 64-bit range"),
+    (b'{"a": "\xff"}', "invalid_utf8", "not valid UTF-8"),
+    (b'[' * 129 + b']' * 129, "too_deep", "nested 129 levels deep"),
+    (b'{"a": 1', "malformed_json", "not valid JSON"),
+])
+def test_json_that_is_not_strict_is_refused_with_its_reason(text, reason, detail):
+    with pytest.raises(strictjson.NotJson) as refused:
+        strictjson.loads(text)
+    assert refused.value.reason == reason and detail in refused.value.detail
