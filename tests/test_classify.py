@@ -19,6 +19,7 @@ from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.protocols import BINDINGS
 from catalake.platform.records import MISSING, normalize
+from catalake.platform.runs import RUNS_DIR
 
 from conftest import DEMO_CATALOG
 
@@ -254,7 +255,7 @@ CASES = [
     (ce("acme.Twin", data={"c": 1}), "ambiguous", None, "0 of 2 candidates"),
     (ce("acme.Any", specversion="0.3"), "unsupported_specversion", None, "0.3"),
     ({"specversion": "1.0", "type": "acme.Any", "source": "/x"}, "missing_required_attribute", None, "id"),
-    (ce("acme.Any", time="yesterday"), "no_match", None, None),  # CloudEvents types `time`: RFC 3339 or no match
+    (ce("acme.Any", time="yesterday"), "invalid_attribute", None, "time 'yesterday'"),  # `time` is RFC 3339 or invalid
     (ce("acme.Any", time="2026-11-20T10:00:00+01:00"), "matched", "acme.Any", None),
     ({"protocol": "HTTP", "method": "POST", "path": "/orders/eu", "query": {"v": "2"},
       "headers": [{"name": "X-Tenant", "value": "acme"}], "body": {"n": 1}}, "matched", "acme.http.Order", None),
@@ -334,8 +335,9 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     sync_message_tables(store, tables)
     landing = DEMO_DIR / "landing"
     first = classify_partition(spark, store, catalog, tables, landing, DAY)
-    # nothing but the tables in the warehouse
-    assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["deadletter", "messages"]
+    # nothing but the tables in the warehouse, and the (empty) folder of runs in progress
+    assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["_catalake", "deadletter", "messages"]
+    assert not list((tmp_path / "warehouse" / RUNS_DIR).iterdir())
     assert first.records == 59
     assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}
     assert first.tables["/messagegroups/bikeshare.docks.mqtt/messages/bikeshare.docks.mqtt.DockStatus"] == 15

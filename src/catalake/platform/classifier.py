@@ -38,6 +38,7 @@ from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
 from .records import MISSING, CORE, Record, envelope_fault, normalize
+from .runs import alive
 from .schemas.avro import named_type
 from .storage import PartFiles, arrow_schema
 
@@ -46,6 +47,7 @@ AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+b
 # A task's memory is bounded by these, not by its share of the day or the number of tables:
 BATCH_ROWS = 4096  # a table's rows become one Arrow batch when it has this many
 HELD_ROWS = 10_000  # at most this many rows of a task wait as Python values (the largest buffers convert)
+SPILL_PREFIX = "catalake-task-"  # + the worker's pid: a killed worker's folder is found by the next
 SPILL_BYTES = 32 << 20  # Arrow bytes held by a task before they are spilled to local files
 
 
@@ -355,7 +357,7 @@ class Classifier:
         self.sink = PartFiles(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}")
         for spec in self.specs.values():
             spec.suite.reset()
-        self.spills = tempfile.mkdtemp(prefix="catalake-task-")
+        self.spills = tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
         try:
             for piece in pieces:
                 for line, raw in read_piece(piece):
@@ -553,5 +555,15 @@ def classifier_for(plan: Plan) -> Classifier:
     key = plan.run
     if key not in _cache:
         _cache.clear()
+        remove_dead_spills()
         _cache[key] = Classifier(plan)
     return _cache[key]
+
+
+def remove_dead_spills(folder: str | None = None) -> None:
+    """Remove the spill folders of killed workers (a finished task removes its own)."""
+    folder = folder or tempfile.gettempdir()
+    for name in os.listdir(folder):
+        pid = name[len(SPILL_PREFIX):].split("-", 1)[0]
+        if name.startswith(SPILL_PREFIX) and pid.isdigit() and not alive(int(pid)):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)

@@ -28,6 +28,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from . import runs
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
@@ -149,18 +150,24 @@ def classify_partition(
         progress(f"{day}: skipped {path}: a symbolic link (the landing root is a jail; links are not followed)")
     tasks = plan_tasks(files, _parallelism(spark)) if files else []
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)")
+    names = [t.name for t in tables] + [DEADLETTER_TABLE]
+    for crashed in runs.crashed(store.root, day):
+        progress(f"{day}: removing the uncommitted files of run {crashed}, whose process is gone")
+        store.remove_uncommitted(crashed, day, names)
+        runs.forget(store.root, crashed)
     summaries = []
-    try:
-        if tasks:
-            with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
-                rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
-            summaries = [json.loads(r["json"]) for r in rows]
-        result = _commit(store, plan, tables, summaries, progress)
-        result.skipped = [str(p) for p in skipped]
-        return result
-    finally:
-        # files of this run no commit took: failed or duplicate task attempts, or a failed run
-        store.remove_uncommitted(plan.run, day, [t.name for t in tables] + [DEADLETTER_TABLE])
+    with runs.recorded(store.root, plan.run, day):
+        try:
+            if tasks:
+                with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
+                    rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+                summaries = [json.loads(r["json"]) for r in rows]
+            result = _commit(store, plan, tables, summaries, progress)
+            result.skipped = [str(p) for p in skipped]
+            return result
+        finally:
+            # files of this run no commit took: failed or duplicate task attempts, or a failed run
+            store.remove_uncommitted(plan.run, day, names)
 
 
 def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], progress) -> PartitionResult:

@@ -58,6 +58,10 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
         if delta_jars_on_classpath(conf.get("spark.jars", "")):
             conf.setdefault("spark.sql.extensions", DELTA_EXTENSION)
             conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        existing = SparkSession._instantiatedSession
+        if existing is not None and not session_alive(existing):
+            log.warning("the Spark session's JVM is gone (killed, or out of memory): starting a new one")
+            discard(existing)
     builder = builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -67,6 +71,31 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
     else:
         session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def session_alive(session: SparkSession) -> bool:
+    """Whether a local session's JVM still answers: a dead JVM (killed, or ended by an
+    OutOfMemoryError) refuses every call, so every later run of the process would fail."""
+    try:
+        return not session.sparkContext._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - py4j: connection refused, or the context already stopped
+        return False
+
+
+def discard(session: SparkSession) -> None:
+    """Forget a dead local session, so that the next `build_session` starts a new JVM (PySpark
+    keeps its gateway to the dead one in class attributes)."""
+    from pyspark import SparkContext
+
+    try:
+        session.sparkContext.stop()
+    except Exception:  # noqa: BLE001 - nothing to stop cleanly in a dead JVM
+        pass
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def _import_engine(batches):

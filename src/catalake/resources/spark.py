@@ -5,7 +5,7 @@ from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 from pyspark.sql import SparkSession
 
-from catalake.platform.spark import build_session
+from catalake.platform.spark import build_session, session_alive
 
 
 class SparkSessionResource(ConfigurableResource):
@@ -22,6 +22,8 @@ class SparkSessionResource(ConfigurableResource):
 
     @property
     def session(self) -> SparkSession:
-        if self._session is None:
+        """The session; a local session whose JVM died (e.g. in an earlier day of a range) is
+        replaced by a new one."""
+        if self._session is None or (not self.master.startswith("sc://") and not session_alive(self._session)):
             self._session = build_session(self.master, conf={k: str(v) for k, v in self.conf.items()})
         return self._session
