@@ -8,7 +8,8 @@ discriminators point to, plus the few that declare neither exactly, so the cost 
 not grow with the number of definitions.
 
 Rules (each a named function below, with the spec section it implements):
-* rule_value_equals: a declared `value` must be equal, case-sensitive (spec "value").
+* rule_value_equals: a declared `value` must be equal, case-sensitive (spec "value"); a
+  `datacontenttype` is compared as a media type (rule_media_type).
 * rule_uritemplate: a `uritemplate` value matches with placeholders as wildcards (spec "value",
   RFC 6570 level 1). A placeholder matches one or more characters, `/` and `:` included (real
   catalogs put whole URLs in one placeholder); the whole value is anchored; where a split is
@@ -47,14 +48,39 @@ STRICT = "((?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+?)"
 INT32 = 1 << 31
 
 
+# RFC 6570 operators whose expansion names the variable or starts with a fixed character, and
+# so is empty when the variable is undefined: prefix, the characters a value stops at, and
+# whether the variable's name precedes its value (`?page=2`)
+OPERATORS = {
+    "#": ("#", "", False), "/": ("/", "/?#", False), ".": (r"\.", "./?#", False),
+    ";": (";", ";/?#", True), "?": ("[?&]", "&#", True), "&": ("&", "&#", True),
+}
+
+
 def template_regex(template: str, strict: bool = False) -> tuple[str, list[str]]:
-    """Anchored Java/Python regex for a level-1 URI template, and its placeholder names in order."""
-    # uritemplate parses the expressions; level 1 has one name per expression
-    names = [v.variable_names[0] for v in URITemplate(template).variables]
+    """Anchored Java/Python regex for a URI template, and its placeholder names in order.
+
+    Simple (`{x}`) and reserved (`{+x}`) expressions match one or more characters. Expressions
+    with an operator (RFC 6570 levels 3-4: `{#x}`, `{/x}`, `{.x}`, `{;x}`, `{?x,y}`, `{&x}`) match
+    their expansion, and nothing when the variable is undefined: `/items{?page}` matches `/items`
+    and `/items?page=2` (page = "2")."""
+    # uritemplate parses the expressions, operators included
+    variables = URITemplate(template).variables
+    names: list[str] = []
     parts, pos = [], 0
-    for match in re.finditer(r"\{([^{}]+)\}", template):
+    for variable, match in zip(variables, re.finditer(r"\{([^{}]+)\}", template)):
         parts.append(re.escape(template[pos:match.start()]))
-        parts.append(STRICT if strict else LOOSE)
+        operator = variable.operator.value
+        if operator in OPERATORS:
+            prefix, stops, named = OPERATORS[operator]
+            value = f"([^{re.escape(stops)}]*?)" if stops else "(.*?)"
+            for name in variable.variable_names:
+                key = re.escape(name) + ("=" if operator in "?&" else "(?:=)?") if named else ""
+                parts.append(f"(?:{prefix}{key}{value})?")
+                names.append(name)
+        else:
+            parts.append(STRICT if strict else LOOSE)
+            names.append(variable.variable_names[0])
         pos = match.end()
     parts.append(re.escape(template[pos:]))
     return "^" + "".join(parts) + "$", names
@@ -170,7 +196,32 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
 # -- the rules, over a candidate definition `d`, one of its checks `c`, and the record's field value
 
 def rule_value_equals(c: Check, value: str) -> bool:
-    return c.value is None or value == c.value
+    if c.value is None:
+        return True
+    if c.key == "ce:datacontenttype":
+        return rule_media_type(c.value, value)
+    return value == c.value
+
+
+def media_type(text: str) -> tuple[str, dict[str, str]]:
+    """A media type as (lower-case type/subtype, {lower-case parameter: value}); a `charset`
+    value is lower-cased too (RFC 9110 8.3.1 and 8.3.2: all of these are case-insensitive)."""
+    head, *params = text.split(";")
+    parsed = {}
+    for param in params:
+        name, _, val = param.partition("=")
+        name, val = name.strip().lower(), val.strip().strip('"')
+        parsed[name] = val.lower() if name == "charset" else val
+    return head.strip().lower(), parsed
+
+
+def rule_media_type(declared: str, value: str) -> bool:
+    """`datacontenttype` (RFC 2046 media type, CloudEvents "datacontenttype"): the same type and
+    subtype, and every parameter the definition declares with the same value; parameters it
+    does not declare (e.g. a charset) do not matter. Case as RFC 9110 says (`media_type`)."""
+    want, want_params = media_type(declared)
+    got, got_params = media_type(value)
+    return want == got and all(got_params.get(k) == v for k, v in want_params.items())
 
 
 def rule_uritemplate(c: Check, value: str) -> re.Match | None:

@@ -49,7 +49,7 @@ from .catalog.problems import CatalogError, Problem
 from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_type
-from .schemas.json_schema import SchemaError
+from .schemas.json_schema import InvalidConstraint, SchemaError
 from .schemas.references import DataSchema, ForbiddenReference, resolve_data_schema
 from .schemas.unions import JSON_STRING
 from .storage import PARTITION_COLUMN, DeltaStore
@@ -184,7 +184,7 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
     try:
         data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
         data = data_column(message, data_schema)
-    except ForbiddenReference:
+    except (ForbiddenReference, InvalidConstraint):
         raise
     except SchemaError as exc:
         data_schema = None
@@ -204,14 +204,16 @@ def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
 
 def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
     """Every definition's table, and the warnings of the definitions whose schema does not derive.
-    A reference to the network or outside the roots is a CatalogError naming every such one."""
+    A reference to the network or outside the roots, or a constraint its keyword does not allow,
+    is a CatalogError naming every such one."""
     tables, forbidden = [], []
     for message in catalog:
         try:
             tables.append(message_table(message, catalog, roots))
-        except ForbiddenReference as exc:
-            slot = "dataschemauri" if "dataschemauri" in message.definition else "dataschemaxid"
-            forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", "schema-reference-forbidden", str(exc)))
+        except (ForbiddenReference, InvalidConstraint) as exc:
+            slot = next((k for k in ("dataschema", "dataschemauri", "dataschemaxid") if k in message.definition), "dataschema")
+            rule = "schema-reference-forbidden" if isinstance(exc, ForbiddenReference) else "schema-constraint-invalid"
+            forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", rule, str(exc)))
     if forbidden:
         raise CatalogError(forbidden)
     return tables, schema_warnings(tables)

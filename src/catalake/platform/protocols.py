@@ -13,8 +13,10 @@ its entry, message_table.py takes the columns from here, the matcher the address
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, MapType, StringType, TimestampType
 
@@ -46,6 +48,20 @@ class Binding:
     columns: tuple[Column, ...]
     options: Callable[[dict, dict, dict], dict]  # option name -> value (sections: name -> map)
     protocol_name: Callable[[dict], str | None] = lambda rec: as_text(rec.get("protocol"))
+    attribute_value: Callable[[str], str] | None = None  # decodes a CloudEvents attribute's header value
+
+
+def http_header_value(value: str) -> str:
+    """A CloudEvents attribute from an HTTP header value (HTTP binding 3.1.3.2): first unescaped
+    as an RFC 7230 quoted-string (3.2.6) when it is one, then percent-decoded once (UTF-8)."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = re.sub(r"\\(.)", r"\1", value[1:-1])
+    if "%" not in value:
+        return value
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        return value  # not percent-encoded UTF-8: kept as sent
 
 
 def _member(name: str) -> Callable[[dict, dict, dict], Any]:
@@ -140,7 +156,7 @@ AMQP = Binding(
 )
 
 HTTP = Binding(
-    kind="http", family="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    kind="http", family="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"), attribute_value=http_header_value,
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("body",), base64_member="body_base64",
     address_option="path", address=_member("path"),
@@ -157,6 +173,7 @@ HTTP = Binding(
 
 NATS = Binding(
     kind="nats", family="NATS", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    attribute_value=http_header_value,  # NATS headers are HTTP-style headers (NATS binding 3.1.3.2)
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("payload", "value"), base64_member="payload_base64",
     address_option="subject", address=_member("subject"),

@@ -145,6 +145,20 @@ def _structured(rec: Record, event: dict) -> None:
     rec.data_b64 = as_text(event.get("data_base64"))
 
 
+def structured_mode(protocol: str | None, content_type: str | None, payload) -> bool:
+    """Whether a protocol record carries a structured-mode event: its content type says
+    `application/cloudevents...` (every binding's "Structured Content Mode"), or it is MQTT 3.1.1
+    without a content type and its payload is a JSON event (MQTT binding 3.1: 3.1.1 has no
+    properties to carry attributes, so it only has the structured mode; a payload that is no
+    event is plain MQTT, for definitions without an envelope)."""
+    if content_type is not None:
+        return content_type.lower().startswith("application/cloudevents")
+    if (protocol or "").upper() != "MQTT/3.1.1":
+        return False
+    event = decode_payload(payload)
+    return isinstance(event, dict) and "specversion" in event
+
+
 def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
     rec.protocol = binding.protocol_name(obj)
     rec.headers = name_value_map(obj.get(binding.header_member)) or {} if binding.header_member else {}
@@ -156,7 +170,7 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
         if obj.get(member) is not None:
             payload = obj[member]
             break
-    if content_type is not None and content_type.lower().startswith("application/cloudevents"):
+    if structured_mode(rec.protocol, content_type, payload):
         rec.is_structured = True
         event = payload
         if isinstance(payload, str):
@@ -171,6 +185,8 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
             rec.content_type = content_type
         return
     attrs = _with_prefix(rec.headers, binding.ce_prefixes)
+    if binding.attribute_value is not None:
+        attrs = {k: binding.attribute_value(v) if isinstance(v, str) else v for k, v in attrs.items()}
     if binding.kind == "rocketmq":  # RocketMQ names the content type CE_contenttype
         attrs.pop("contenttype", None)
     if content_type is not None and "datacontenttype" not in attrs:

@@ -90,9 +90,9 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
             continue
         for rule in MESSAGE_RULES:
             found = rule(msg, origin)
-            if found:
+            if any(p.severity == "error" for p in found):
                 broken.add((gid, mid))
-                problems += found
+            problems += found
 
     registry, sources = _merge_schemagroups(normalized, notes_by_file)
     resolved, found = resolve_messages(groups, origins, broken)

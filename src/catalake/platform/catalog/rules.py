@@ -49,13 +49,29 @@ def rule_protocol_format(msg: dict, origin: Origin) -> list[Problem]:
 
 
 def rule_dataschema_exclusive(msg: dict, origin: Origin) -> list[Problem]:
-    """'dataschema', 'dataschemauri' (and 'dataschemaxid'): mutually exclusive."""
-    present = [k for k in SCHEMA_SLOTS if k in msg]
-    if len(present) > 1:
-        return [
-            _problem(origin, [present[1]], "dataschema-exclusive", f"{' and '.join(present)} are mutually exclusive")
-        ]
+    """'dataschema' (inline) excludes 'dataschemauri' and 'dataschemaxid'; those two go together
+    (1.0-rc2 "dataschemaxid": if present, 'dataschemauri' MUST be present too; the xid alone
+    still resolves, so its absence is a warning)."""
+    if "dataschema" in msg:
+        others = [k for k in ("dataschemauri", "dataschemaxid") if k in msg]
+        if others:
+            return [_problem(origin, [others[0]], "dataschema-exclusive",
+                             f"dataschema and {' and '.join(others)} are mutually exclusive")]
+    elif "dataschemaxid" in msg and "dataschemauri" not in msg:
+        return [_problem(origin, ["dataschemaxid"], "dataschemaxid-without-uri",
+                         "dataschemaxid without dataschemauri (1.0-rc2: dataschemauri MUST be present with it)", "warning")]
     return []
+
+
+def rule_attribute_name_length(msg: dict, origin: Origin) -> list[Problem]:
+    """CloudEvents attribute names SHOULD NOT exceed 20 characters (CloudEvents 1.0, "Attribute
+    Naming Convention"): a warning, since events with longer names are valid."""
+    meta = msg.get("envelopemetadata")
+    if not str(msg.get("envelope") or "").lower().startswith("cloudevents") or not isinstance(meta, dict):
+        return []
+    return [_problem(origin, ["envelopemetadata", name], "attribute-name-length",
+                     f"CloudEvents attribute name {name!r} has {len(name)} characters; it SHOULD NOT exceed 20", "warning")
+            for name in meta if isinstance(name, str) and len(name) > 20]
 
 
 def rule_schemaformat_required(msg: dict, origin: Origin, registry: dict) -> list[Problem]:
@@ -163,6 +179,7 @@ MESSAGE_RULES: list[Callable[[dict, Origin], list[Problem]]] = [
     rule_envelope_format,
     rule_protocol_format,
     rule_dataschema_exclusive,
+    rule_attribute_name_length,
     rule_cloudevents_required_attributes,
     rule_specversion,
     rule_kafka_key_exclusive,

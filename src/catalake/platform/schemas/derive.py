@@ -33,5 +33,5 @@ def spark_type(schema: DataSchema) -> tuple[DataType, bool]:
     except SchemaError as exc:
         if schema.message in str(exc):
             raise
-        raise SchemaError(f"{schema.message}: {exc}") from None
+        raise type(exc)(f"{schema.message}: {exc}") from None
     raise SchemaError(f"{schema.message}: schema format {schema.format!r} is not mapped to Spark (yet)")

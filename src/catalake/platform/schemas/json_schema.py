@@ -21,6 +21,7 @@ Mapping (documented here because analysts query the result):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pyspark.sql.types import (
@@ -48,6 +49,14 @@ class SchemaError(ValueError):
     """A data schema that cannot be mapped or resolved."""
 
 
+class InvalidConstraint(SchemaError):
+    """A constraint whose value its keyword does not allow (JSON Schema validation vocabulary):
+    an error of the catalog, since the checks and expectations built from it could never run."""
+
+
+COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
 CONSTRAINTS = ("enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                "minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
 
@@ -57,6 +66,12 @@ def constraints(schema: dict) -> dict:
     and turns into expectations; draft-04's boolean exclusiveMinimum/Maximum become the numbers
     of later drafts."""
     out = {k: schema[k] for k in CONSTRAINTS if k in schema}
+    for key in COUNTS:
+        if key in out and not valid_count(out[key]):
+            raise InvalidConstraint(f"{key} {out[key]!r} is not a non-negative integer")
+    for key in BOUNDS:
+        if key in out and not (isinstance(out[key], bool) and key.startswith("exclusive")) and not valid_bound(out[key]):
+            raise InvalidConstraint(f"{key} {out[key]!r} is not a finite number")
     for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         if out.get(bound) is True and limit in out:
             out[bound] = out.pop(limit)
@@ -65,6 +80,16 @@ def constraints(schema: dict) -> dict:
     if schema.get("additionalProperties") is False and isinstance(schema.get("properties"), dict):
         out["closed"] = sorted(schema["properties"])
     return out
+
+
+def valid_count(value) -> bool:
+    """minLength & co: a non-negative integer (JSON Schema validation 6.3.1); a boolean is none."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def valid_bound(value) -> bool:
+    """minimum & co: a number (6.2), finite (`1e999` reads as infinity and has no SQL literal)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def resource(schema: dict) -> Resource:

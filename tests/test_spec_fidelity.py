@@ -1,0 +1,145 @@
+"""Rules of the CloudEvents spec and its bindings that a rule-by-rule audit found broken
+(issue 18), one test per rule, named by the rule and its spec section. Plain Python."""
+
+import json
+
+from catalake.platform.catalog import load_catalog
+from catalake.platform.matcher import CompiledCatalog, rule_media_type
+from catalake.platform.records import normalize
+
+
+def compiled(tmp_path, messages: dict) -> CompiledCatalog:
+    path = tmp_path / "catalog.xreg.json"
+    path.write_text(json.dumps({"messagegroups": {"g": {"messages": messages}}}))
+    return CompiledCatalog(load_catalog([path]).messages)
+
+
+def ce_definition(ctype: str, **more) -> dict:
+    return {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+        "type": {"value": "t.T"}, "datacontenttype": {"value": ctype}}, **more}
+
+
+def event(ctype: str | None) -> dict:
+    out = {"specversion": "1.0", "id": "1", "source": "/s", "type": "t.T", "data": "x"}
+    return {**out, "datacontenttype": ctype} if ctype is not None else out
+
+
+def test_datacontenttype_is_a_media_type_compared_case_insensitively_rfc9110_8_3_1():
+    assert rule_media_type("text/plain; charset=utf-8", "TEXT/Plain; CharSet=UTF-8")
+    assert rule_media_type("text/plain; charset=utf-8", 'text/plain;charset="utf-8"')
+    assert not rule_media_type("text/plain; charset=utf-8", "text/plain; charset=latin-1")
+
+
+def test_datacontenttype_parameters_the_definition_does_not_declare_do_not_matter_rfc2046(tmp_path):
+    catalog = compiled(tmp_path, {"T": ce_definition("application/json")})
+    for ctype in ("application/json", "application/json; charset=utf-8", "Application/JSON"):
+        assert catalog.match(normalize(event(ctype))).status == "matched", ctype
+    for ctype in ("application/xml", "application/jsonx"):
+        assert catalog.match(normalize(event(ctype))).status == "no_match", ctype
+
+
+def test_mqtt_3_1_1_carries_structured_events_without_a_content_type_mqtt_binding_3_1(tmp_path):
+    catalog = compiled(tmp_path, {
+        "T": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
+              "protocol": "MQTT/3.1.1", "protocoloptions": {"topic_name": {"value": "a/b"}}},
+        "Plain": {"protocol": "MQTT/3.1.1", "protocoloptions": {"topic_name": {"value": "plain"}}}})
+    structured = normalize({"protocol": "MQTT/3.1.1", "topic_name": "a/b", "qos": 1,
+                            "payload": json.dumps(event(None) | {"data": {"n": 1}})})
+    assert structured.is_structured and structured.attrs["type"] == "t.T" and structured.data == {"n": 1}
+    assert catalog.match(structured).status == "matched"
+    # a payload that is no event stays a plain MQTT record, for definitions without an envelope
+    plain = normalize({"protocol": "MQTT/3.1.1", "topic_name": "plain", "payload": {"n": 1}})
+    assert not plain.is_structured and plain.attrs is None
+    assert catalog.match(plain).winner.xid.endswith("/Plain")
+    # MQTT 5 has properties: without a content type its payload is the data (binary mode)
+    binary = normalize({"protocol": "MQTT/5.0", "topic_name": "a/b", "payload": json.dumps(event(None))})
+    assert not binary.is_structured
+
+
+def test_http_and_nats_attribute_headers_are_unquoted_then_percent_decoded_http_binding_3_1_3_2(tmp_path):
+    catalog = compiled(tmp_path, {"T": {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+        "type": {"value": "t.T"}, "subject": {"value": "hello world"}}}})
+    for sent in ("hello%20world", '"hello world"', '"hello%20world"'):
+        http = normalize({"protocol": "HTTP", "method": "POST", "path": "/", "body": {}, "headers": {
+            "ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": "t.T", "ce-subject": sent}})
+        nats = normalize({"protocol": "NATS", "subject": "x", "payload": {}, "headers": {
+            "ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": "t.T", "ce-subject": sent}})
+        assert http.attrs["subject"] == nats.attrs["subject"] == "hello world", sent
+        assert catalog.match(http).status == catalog.match(nats).status == "matched"
+    http = normalize({"protocol": "HTTP", "method": "POST", "path": "/", "body": {}, "headers": {
+        "ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": "t.T", "ce-subject": "caf%C3%A9 %FF"}})
+    assert http.attrs["subject"] == "caf%C3%A9 %FF"  # not UTF-8 once decoded: kept as sent
+
+
+def test_uritemplate_operators_match_their_expansion_rfc6570_3_2(tmp_path):
+    catalog = compiled(tmp_path, {"T": {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+        "type": {"value": "t.T"}, "source": {"value": "https://x{/site}/items{?page}", "type": "uritemplate"}}}})
+    cases = {"https://x/items": {"site": None, "page": None},
+             "https://x/s1/items?page=2": {"site": "s1", "page": "2"},
+             "https://x/items?page=": {"site": None, "page": ""}}
+    for source, placeholders in cases.items():
+        m = catalog.match(normalize({**event(None), "source": source}))
+        assert m.status == "matched" and m.placeholders == placeholders, source
+    for source in ("https://x/items?size=2", "https://x/a/b/items"):
+        assert catalog.match(normalize({**event(None), "source": source})).status == "no_match", source
+
+
+def read(tmp_path, message: dict):
+    from catalake.platform.catalog import read_catalog
+
+    path = tmp_path / "catalog.xreg.json"
+    path.write_text(json.dumps({"messagegroups": {"g": {"messages": {"T": message}}},
+                                "schemagroups": {"s": {"schemas": {"x": {"format": "JsonSchema/draft-07", "versions": {
+                                    "1": {"schema": {"type": "object"}}}}}}}}))
+    return read_catalog([path])
+
+
+def test_dataschemauri_goes_with_dataschemaxid_xregistry_message_1_0_rc2(tmp_path):
+    base = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}}, "dataschemaformat": "JsonSchema/draft-07"}
+    catalog, problems = read(tmp_path, {**base, "dataschemauri": "#/schemagroups/s/schemas/x",
+                                        "dataschemaxid": "/schemagroups/s/schemas/x"})
+    assert problems == [] and len(catalog.messages) == 1
+    catalog, problems = read(tmp_path, {**base, "dataschemaxid": "/schemagroups/s/schemas/x"})
+    assert [(p.rule, p.severity) for p in problems] == [("dataschemaxid-without-uri", "warning")] and len(catalog.messages) == 1
+    catalog, problems = read(tmp_path, {**base, "dataschema": {}, "dataschemaxid": "/schemagroups/s/schemas/x"})
+    assert [(p.rule, p.severity) for p in problems] == [("dataschema-exclusive", "error")] and not catalog.messages
+
+
+def test_attribute_names_over_20_characters_are_a_warning_cloudevents_naming_convention(tmp_path):
+    long_name = "averyveryverylongattributename"
+    catalog, problems = read(tmp_path, {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+        "type": {"value": "t.T"}, long_name: {"required": True}}})
+    assert [(p.rule, p.severity, p.pointer) for p in problems] == [
+        ("attribute-name-length", "warning", f"/messagegroups/g/messages/T/envelopemetadata/{long_name}")]
+    assert len(catalog.messages) == 1
+    # names are still lower-case letters and digits (a MUST)
+    catalog, problems = read(tmp_path, {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+        "type": {"value": "t.T"}, "Upper_Case": {}}})
+    assert [p.severity for p in problems] == ["error"] and not catalog.messages
+
+
+def test_constraint_values_are_checked_when_the_catalog_is_read_json_schema_validation_6(tmp_path):
+    import pytest
+
+    from catalake.platform.catalog import CatalogError, load_catalog
+    from catalake.platform.message_table import message_tables
+
+    def tables(schema_text: str):
+        path = tmp_path / "catalog.xreg.json"
+        path.write_text('{"messagegroups": {"g": {"messages": {"T": {"envelope": "CloudEvents/1.0", '
+                        '"envelopemetadata": {"type": {"value": "t.T"}}, "dataschemaformat": "JsonSchema/draft-07", '
+                        f'"dataschema": {schema_text}}}}}}}}}}}')
+        return message_tables(load_catalog([path]), [tmp_path])
+
+    for schema, said in [('{"type": "string", "minLength": true}', "minLength True is not a non-negative integer"),
+                         ('{"type": "string", "maxLength": -1}', "maxLength -1 is not a non-negative integer"),
+                         ('{"type": "object", "properties": {"n": {"type": "number", "maximum": 1e999}}}',
+                          "maximum inf is not a finite number")]:
+        with pytest.raises(CatalogError) as refused:
+            tables(schema)
+        (problem,) = refused.value.problems
+        assert problem.rule == "schema-constraint-invalid" and said in problem.message
+        assert problem.pointer == "/messagegroups/g/messages/T/dataschema"
+    # draft-04's boolean exclusiveMinimum is still a valid form
+    found, warnings = tables('{"type": "number", "minimum": 0, "exclusiveMinimum": true}')
+    assert len(found) == 1 and not warnings
