@@ -34,6 +34,7 @@ def timed_run(catalog_dir: Path, landing: Path, warehouse: Path, home: Path) -> 
 
     env = {**os.environ, "CATALAKE_CATALOG": str(catalog_dir), "CATALAKE_LANDING": str(landing),
            "CATALAKE_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(home)}
+    before = {r.run_id for r in DagsterInstance.from_config(str(home)).get_runs()}
     start = time.perf_counter()
     out = subprocess.run([str(Path(sys.executable).parent / "catalake"), "run", "--date", DAY, "--json", "--no-analytics"],
                          env=env, capture_output=True, text=True)
@@ -42,7 +43,9 @@ def timed_run(catalog_dir: Path, landing: Path, warehouse: Path, home: Path) -> 
         raise SystemExit(out.stderr[-3000:])
     instance = DagsterInstance.from_config(str(home))
     steps = {}
-    for run in instance.get_runs(limit=2):
+    for run in instance.get_runs(limit=3):
+        if run.run_id in before:
+            continue
         events = [e for e in instance.all_logs(run.run_id) if e.dagster_event]
         begin = {e.step_key: e.timestamp for e in events if e.dagster_event.event_type == DagsterEventType.STEP_START}
         for e in events:

@@ -27,6 +27,7 @@ from catalake.platform.expectations import (
     rule_payload_required,
     rule_required_attributes,
     rule_uritemplates,
+    suite_expectations,
     suite_json,
     sync_suites,
 )
@@ -296,3 +297,46 @@ def test_real_azure_events_meet_their_suites(spark, tmp_path, shared_data):
             validated += 1
     assert validated == 2
 
+
+
+def test_a_property_named_with_a_dot_is_its_own_column_in_the_suite_and_in_gx(spark, tmp_path):
+    from catalake.platform.storage import DeltaStore
+
+    schema = {"type": "object", "properties": {
+        "geo.lat": {"type": "number", "minimum": -90, "maximum": 90},
+        "geo": {"type": "object", "properties": {"lat": {"type": "number", "minimum": 0, "maximum": 1}}}}}
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "c.xreg.json").write_text(json.dumps({"messagegroups": {"g": {"messages": {"T": {
+        "envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
+        "dataschemaformat": "JsonSchema/draft-07", "dataschema": schema}}}}}))
+    catalog = load_catalog([folder])
+    tables, _ = message_tables(catalog, [folder])
+    (table,) = tables
+    between = {e.column: e for e in suite_expectations(table) if e.type == "expect_column_values_to_be_between"}
+    assert set(between) == {"data.`geo.lat`", "data.geo.lat"}
+    store = DeltaStore(spark, tmp_path / "warehouse")
+    sync_message_tables(store, tables)
+    events = [ce("t.T", id=str(i), data={"geo.lat": 45.0, "geo": {"lat": 0.5}}) for i in range(4)]
+    root = land(tmp_path / "landing", DAY, {"e.jsonl": jsonl(*events)})
+    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    assert result.tables[table.message.xid] == 4
+    # GX on the stored rows: both columns resolve, each to its own field, and all pass
+    outcome = Validator(tmp_path / "warehouse").validate(store.read(table.name), build_suite(table))
+    assert outcome.success and {o.column for o in outcome.outcomes} >= set(between)
+
+
+def test_suites_stored_without_the_context_are_the_contexts_suites(shop, tmp_path):
+    from catalake.platform.expectations import store_suite_documents
+
+    tables = list(shop[2].values())
+    _, _, written = sync_suites(tmp_path / "suites", tables)
+    store_suite_documents(tmp_path, written)
+    ids = {p.name: json.loads(p.read_text())["id"] for p in (tmp_path / "gx" / "expectations").glob("*.json")}
+    context = Validator(tmp_path).context
+    stored = {s.name: s for s in context.suites.all()}
+    assert set(stored) == {"shop__order", "shop__tick"}
+    assert suite_json(stored["shop__order"]) == (tmp_path / "suites" / "shop__order.json").read_text()
+    # stored again (the catalog changed): the same suite keeps its id
+    store_suite_documents(tmp_path, written)
+    assert {p.name: json.loads(p.read_text())["id"] for p in (tmp_path / "gx" / "expectations").glob("*.json")} == ids

@@ -1,5 +1,7 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
+from pathlib import Path
+
 from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from catalake.platform.catalog import CatalogError
@@ -21,7 +23,7 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
     did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
     every record against the same expectations; each per-message asset's `expectations` check
     shows their results per partition."""
-    from catalake.platform.expectations import sync_suites
+    from catalake.platform.expectations import store_suite_documents, sync_suites
 
     try:
         catalog = catalog_source.load()
@@ -29,8 +31,7 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
         raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
     tables, _ = message_tables(catalog, catalog_source.roots())
     outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
-    if written:  # the GX context lists every suite in its data docs
-        warehouse.validator().store_suites(written)
+    store_suite_documents(Path(warehouse.path), written)  # the GX context lists every suite in its data docs
     rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
     return MaterializeResult(metadata={
         "suites": len(counts),

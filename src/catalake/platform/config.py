@@ -11,6 +11,7 @@ DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
 # GX data docs site inside the warehouse (validation.py builds it)
 DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
 SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
+GX_SUITES = Path("gx") / "expectations"  # the GX context's suite store
 VALIDATIONS = Path("gx") / "uncommitted" / "validations"  # the GX context's validation results store
 GX_VERSION = "1.24.1"  # the pinned great-expectations, named in the validation results written without importing it
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
+from .config import GX_SUITES
 from .matcher import CE_TYPED, registry_reference, template_regex
 from .message_table import CORE_ATTRIBUTES, MessageTable
 from .payload import FORMATS
@@ -209,7 +211,9 @@ def _source(table: MessageTable, path: FieldPath, keyword: str) -> str:
 
 
 def _column(path: FieldPath) -> str:
-    return ".".join(path)
+    """The column path as Spark (and so GX on Spark) resolves it: a field whose name holds a dot
+    or a backtick is backtick-quoted (`data.`geo.lat``), or it would read as nested fields."""
+    return ".".join(f"`{p.replace('`', '``')}`" if "." in p or "`" in p else p for p in path)
 
 
 def rule_payload_required(table: MessageTable) -> Iterator[Expectation]:
@@ -314,12 +318,17 @@ def suite_digest(table: MessageTable, expectations: Sequence[Expectation]) -> st
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def derived_columns(expectations: Sequence[Expectation]) -> dict[str, str]:
+    """The columns GX validates that the table computes (array sizes): name -> Spark SQL."""
+    return {e.column: f"CASE WHEN {_sql(e.path)} IS NULL THEN NULL ELSE size({_sql(e.path)}) END"
+            for e in expectations if e.measure == "size"}
+
+
 def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):
     """The GX suite of one definition's table."""
     gx = import_gx()
     expectations = suite_expectations(table, strict) if expectations is None else expectations
-    derived = {e.column: f"CASE WHEN {_sql(e.path)} IS NULL THEN NULL ELSE size({_sql(e.path)}) END"
-               for e in expectations if e.measure == "size"}
+    derived = derived_columns(expectations)
     # built whole: add_expectation() would look for a GX context to save into
     return gx.ExpectationSuite(name=suite_name(table), expectations=[e.to_gx() for e in expectations], meta={
         "catalake.xid": table.message.xid,
@@ -340,8 +349,8 @@ def _stored_digest(path: Path) -> str | None:
 def sync_suites(folder: Path, tables: Sequence[MessageTable], strict: bool = False) -> tuple[dict[str, str], dict[str, int], list]:
     """The suite files of `tables` under folder, current: a suite whose digest matches its file
     is left alone without building it (GX is imported only when some suite changed), the others
-    are written, and files of definitions gone from the catalog are removed. Returns suite name ->
-    written/unchanged/removed, suite name -> number of expectations, and the GX suites written."""
+    are written, and files of definitions gone from the catalog are removed. Returns suite name -> written/unchanged/removed,
+    suite name -> number of expectations, and the suite documents written."""
     folder.mkdir(parents=True, exist_ok=True)
     outcome: dict[str, str] = {}
     counts: dict[str, int] = {}
@@ -354,15 +363,38 @@ def sync_suites(folder: Path, tables: Sequence[MessageTable], strict: bool = Fal
             outcome[name] = "unchanged"
         else:
             changed.append((table, expectations))
-    suites = [build_suite(t, strict, e) for t, e in changed]
-    for suite in suites:
-        (folder / f"{suite.name}.json").write_text(suite_json(suite))
-        outcome[suite.name] = "written"
+    documents = [suite_document(build_suite(t, strict, e)) for t, e in changed]
+    for document in documents:
+        (folder / f"{document['name']}.json").write_text(document_json(document))
+        outcome[document["name"]] = "written"
     for stale in folder.glob("*.json"):
         if stale.stem not in outcome:
             stale.unlink()
             outcome[stale.stem] = "removed"
-    return outcome, counts, suites
+    return outcome, counts, documents
+
+
+def document_json(document: dict) -> str:
+    """A suite file: id-less, keys sorted, so diffable and stable."""
+    return json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def store_suite_documents(gx_root: Path, documents: Sequence[dict]) -> None:
+    """The suites (`suite_document`s) in the GX context's file store
+    (`gx/expectations/<suite>.json`, what `context.suites.add_or_update` writes), so the data docs
+    list every one; a suite already there keeps its id. Written directly: through the context it
+    costs 20 ms a suite, 100 s for a catalog of 5,000 definitions (benchmarks/RESULTS.md)."""
+    folder = Path(gx_root) / GX_SUITES
+    folder.mkdir(parents=True, exist_ok=True)
+    for document in documents:
+        path = folder / f"{document['name']}.json"
+        try:
+            known = json.loads(path.read_text()).get("id")
+        except (OSError, ValueError):
+            known = None
+        stored = {**document, "id": known or str(uuid.uuid4()),
+                  "expectations": [{**e, "id": str(uuid.uuid4())} for e in document["expectations"]]}
+        path.write_text(document_json(stored))
 
 
 def suite_document(suite) -> dict:
@@ -373,8 +405,8 @@ def suite_document(suite) -> dict:
 
 
 def suite_json(suite) -> str:
-    """The suite file: id-less, keys sorted, so diffable and stable."""
-    return json.dumps(suite_document(suite), indent=2, sort_keys=True, default=str) + "\n"
+    """A GX suite as its suite file."""
+    return document_json(suite_document(suite))
 
 
 def load_suite(path: Path):

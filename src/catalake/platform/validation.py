@@ -154,12 +154,6 @@ class Validator:
             self._datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
         return self._datasource
 
-    def store_suites(self, suites: Sequence) -> None:
-        """The suites in the GX context, so the data docs list every one of them."""
-        gx = import_gx()
-        for suite in suites:
-            self.context.suites.add_or_update(gx.ExpectationSuite(**suite_document(suite)))
-
     def build_partition_docs(self, partition: str) -> Path:
         """Rebuild the data docs pages of one partition's stored results, and the index."""
         from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
