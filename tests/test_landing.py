@@ -136,3 +136,24 @@ def test_an_invalid_envelope_is_dead_lettered_naming_the_attribute(tmp_path):
     detail = {r["source_line"]: r["detail"] for r in rows}
     assert all(detail[n].startswith("time '") and "RFC 3339" in detail[n] for n in (1, 2, 3))
     assert detail[4].startswith("empty CloudEvents attribute(s): id") and "source" in detail[5]
+
+
+def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
+    from catalake.platform.landing import Piece, tiling_faults
+
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    (day / "big.jsonl").write_text("".join(event(n) + "\n" for n in range(2000)))
+    (day / "small.jsonl").write_text(event(1) + "\n")
+    files = partition_files(tmp_path / "landing", DAY)
+    tasks = plan_tasks(files, 2, target=10_000)  # the big file cut in pieces
+    assert len([p for t in tasks for p in t if p.path.endswith("big.jsonl")]) > 5
+    assert tiling_faults(files, tasks) == []
+    big = str(day / "big.jsonl")
+    first = next(p for t in tasks for p in t if p.path == big and p.start == 0)
+    assert tiling_faults(files, tasks + [[first]]) == [f"{big}: bytes 0-{first.end} read twice"]
+    rest = [[p for p in t if p is not first] for t in tasks]
+    assert tiling_faults(files, rest) == [f"{big}: bytes 0-{first.end} read never"]
+    small = str(day / "small.jsonl")
+    assert tiling_faults(files, tasks + [[Piece(small)]]) == [f"{small}: read 2 times"]
+    assert tiling_faults(files + [files[0]], tasks) == [f"{files[0]}: listed 2 times"]

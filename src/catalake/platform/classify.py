@@ -32,7 +32,7 @@ from . import runs
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from .landing import Piece, partition_files, plan_tasks
+from .landing import Piece, partition_files, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
 from .quality import ExpectationResult, merge_tallies, results
@@ -149,6 +149,9 @@ def classify_partition(
     for path in skipped:
         progress(f"{day}: skipped {path}: a symbolic link (the landing root is a jail; links are not followed)")
     tasks = plan_tasks(files, _parallelism(spark)) if files else []
+    faults = tiling_faults(files, tasks)
+    if faults:  # never expected: the planner cuts each file once, at line ends
+        raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)")
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
     for crashed in runs.crashed(store.root, day):
@@ -161,6 +164,8 @@ def classify_partition(
             if tasks:
                 with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
                     rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+                if sorted(r["task"] for r in rows) != list(range(len(tasks))):
+                    raise StorageError(f"{day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
                 summaries = [json.loads(r["json"]) for r in rows]
             result = _commit(store, plan, tables, summaries, progress)
             result.skipped = [str(p) for p in skipped]

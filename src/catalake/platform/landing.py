@@ -28,6 +28,7 @@ import hashlib
 import os
 import re
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -169,6 +170,34 @@ def plan_tasks(files: list[Path], parallelism: int, target: int | None = None) -
         tasks[i].append(piece)
         loads[i] += size
     return [sorted(t, key=lambda p: (p.path, p.start)) for t in tasks if t]
+
+
+def tiling_faults(files: list[Path], tasks: list[list[Piece]]) -> list[str]:
+    """Why the planned tasks would not read every byte of every landed file exactly once; []
+    when they do. With every task's result counted once, this is what makes the records read
+    the landed records, so that conservation (records read = rows stored) catches a file read
+    twice or partly, independently of what the tasks counted."""
+    landed = {str(f): f for f in files}
+    faults = [f"{path}: listed {n} times" for path, n in sorted(Counter(map(str, files)).items()) if n > 1]
+    by_file: dict[str, list[Piece]] = {}
+    for piece in (p for task in tasks for p in task):
+        by_file.setdefault(piece.path, []).append(piece)
+    faults += [f"{path}: landed, not read" for path in sorted(set(landed) - set(by_file))]
+    faults += [f"{path}: read, not landed" for path in sorted(set(by_file) - set(landed))]
+    for path, pieces in sorted(by_file.items()):
+        if any(p.end < 0 for p in pieces):
+            if len(pieces) > 1:
+                faults.append(f"{path}: read {len(pieces)} times")
+            continue
+        at = 0
+        for piece in sorted(pieces, key=lambda p: p.start):
+            if piece.start != at:
+                faults.append(f"{path}: bytes {min(at, piece.start)}-{max(at, piece.start)} read "
+                              f"{'twice' if piece.start < at else 'never'}")
+            at = max(at, piece.end)
+        if path in landed and at != landed[path].stat().st_size:
+            faults.append(f"{path}: read up to byte {at} of {landed[path].stat().st_size}")
+    return faults
 
 
 # -- the executors: records of a piece
