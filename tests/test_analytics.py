@@ -1,6 +1,7 @@
 """The demo through Dagster end to end (catalog job, two classified days with their checks, the
 dbt build), the dbt project's sources and models, and the README's analyst queries."""
 
+import json
 import os
 import re
 import subprocess
@@ -10,12 +11,12 @@ import duckdb
 import pytest
 from dagster import DagsterInstance
 
-from catalake.assets.analytics import DBT_PROJECT_DIR
+from catalake.assets.analytics import DBT_TEMPLATE
 from catalake.location import build_definitions
 from catalake.platform.analyst import sql, warehouse_tables
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import DEMO_DIR, Settings
-from catalake.platform.dbt_sources import stale_sources
+from catalake.platform.dbt_sources import prepare_project
 from catalake.platform.message_table import message_tables
 
 from conftest import DEMO_CATALOG, REPO
@@ -79,10 +80,26 @@ def test_partition_run_materializes_and_checks(demo):
     assert sorted(p.name for p in pages) == ["bikeshare_rides__rideended-2026-11-20.html", "bikeshare_rides__rideended-2026-11-21.html"]
 
 
-def test_dbt_sources_are_current():
-    catalog = load_catalog([DEMO_CATALOG])
-    tables, _ = message_tables(catalog, [DEMO_CATALOG])
-    assert stale_sources(DBT_PROJECT_DIR, tables) == {}, "run `catalake dbt sources`"
+def test_the_dbt_project_is_prepared_for_the_configured_catalog_under_the_warehouse(tmp_path):
+    demo_tables, _ = message_tables(load_catalog([DEMO_CATALOG]), [DEMO_CATALOG])
+    dest = prepare_project(DBT_TEMPLATE, tmp_path / "dbt", demo_tables)
+    assert (dest / "models" / "marts" / "ride_lifecycle.sql").exists()  # the demo has its sources
+    sources = (dest / "models" / "sources.yml").read_text()
+    assert all(f"name: {t.message.table_name}" in sources for t in demo_tables)
+    before = {p: p.stat().st_mtime_ns for p in dest.rglob("*") if p.is_file()}
+    prepare_project(DBT_TEMPLATE, dest, demo_tables)  # unchanged: nothing rewritten, no new parse
+    assert {p: p.stat().st_mtime_ns for p in dest.rglob("*") if p.is_file()} == before
+
+    # another catalog: its own sources, no demo mart, and a quote in an id stays a literal
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "c.xreg.json").write_text(json.dumps({"messagegroups": {"shop": {"messages": {"o'brien.Created": {
+        "envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.Created"}}}}}}}))
+    tables, _ = message_tables(load_catalog([folder]), [folder])
+    prepare_project(DBT_TEMPLATE, dest, tables)
+    assert not (dest / "models" / "marts" / "ride_lifecycle.sql").exists()
+    assert "'/messagegroups/shop/messages/o''brien.Created'" in (dest / "macros" / "catalake_messages.sql").read_text()
+    assert "bikeshare" not in (dest / "models" / "sources.yml").read_text()
 
 
 def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):
@@ -166,3 +183,35 @@ def test_catalake_tables_and_docs_commands(in_demo_folder):
     assert names[:2] == ["catalog_messages", "deadletter"] and "bikeshare_rides__rideended" in names and len(names) == 11
     docs = subprocess.run([sys.executable, "-m", "catalake.cli", "docs"], capture_output=True, text=True, env=env, timeout=120)
     assert docs.returncode == 0 and "gx/uncommitted/data_docs/local_site/index.html" in docs.stdout
+
+
+@pytest.mark.jvm
+def test_catalake_run_with_analytics_on_a_catalog_that_is_not_the_demo(tmp_path):
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "shop.xreg.json").write_text(json.dumps({"messagegroups": {"shop": {"messages": {
+        "o'brien.Created": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.Created"}},
+                            "dataschemaformat": "JsonSchema/draft-07",
+                            "dataschema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        "shop.Closed": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.Closed"}}}}}}}))
+    day = tmp_path / "landing" / DAYS[0]
+    day.mkdir(parents=True)
+    events = [{"specversion": "1.0", "id": str(i), "source": "/shop", "type": t, "data": {"n": i}}
+              for i, t in enumerate(["shop.Created"] * 3 + ["shop.Closed", "shop.Other"])]
+    (day / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    status = ["git", "-C", str(REPO), "status", "--porcelain", "--ignored"]
+    before = subprocess.run(status, capture_output=True, text=True).stdout
+    env = {**os.environ, "CATALAKE_CATALOG": str(folder), "CATALAKE_LANDING": str(tmp_path / "landing"),
+           "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"), "DAGSTER_HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "run", "--date", DAYS[0]], env=env,
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "5 records -> 4 in 2 message table(s), 1 dead-lettered" in out.stdout
+    con = duckdb.connect(str(tmp_path / "warehouse" / "analytics.duckdb"), read_only=True)
+    assert sorted(con.execute("SELECT message_xid, records FROM events_daily").fetchall()) == [
+        ("/messagegroups/shop/messages/o'brien.Created", 3), ("/messagegroups/shop/messages/shop.Closed", 1)]
+    con.close()
+    assert (tmp_path / "warehouse" / "dbt" / "target" / "manifest.json").exists()
+    # nothing written under the source tree (dbt's target and logs included)
+    assert subprocess.run(status, capture_output=True, text=True).stdout == before

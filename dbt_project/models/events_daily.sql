@@ -6,8 +6,8 @@
 -- Records per message definition per day, from every per-message table.
 {% for message in catalake_messages() %}
 select
-    '{{ message.xid }}' as message_xid,
-    '{{ message.table }}' as table_name,
+    {{ message.xid_sql }} as message_xid,
+    {{ message.table_sql }} as table_name,
     event_date,
     count(*) as records
 from {{ source('messages', message.table) }}

@@ -231,21 +231,12 @@ def _sql(args) -> int:
     return 0
 
 
-def _dbt_sources(args) -> int:
-    """Write (or with --check, compare) the dbt sources generated from the configured catalog."""
-    from catalake.assets.analytics import DBT_PROJECT_DIR
-    from catalake.platform.dbt_sources import stale_sources, write_sources
-    from catalake.platform.message_table import message_tables
+def _dbt_project(args) -> int:
+    """Prepare the configured catalog's dbt project (what the analytics assets run) and print
+    where it is, e.g. to run dbt by hand there."""
+    from catalake.assets.analytics import dbt_project
 
-    settings = Settings.from_env()
-    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
-    if args.check:
-        stale = stale_sources(DBT_PROJECT_DIR, tables)
-        for path in stale:
-            print(f"{path} is not current: run `catalake dbt sources`", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_sources(DBT_PROJECT_DIR, tables):
-        print(f"wrote {path}")
+    print(dbt_project(Settings.from_env()).project_dir)
     return 0
 
 
@@ -328,9 +319,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=int, default=100, help="rows printed (default 100)")
     q.set_defaults(func=_sql)
     dbt = sub.add_parser("dbt", help="the dbt project").add_subparsers(dest="action", required=True)
-    ds = dbt.add_parser("sources", help="write dbt_project/models/sources.yml and the messages macro from the catalog")
-    ds.add_argument("--check", action="store_true", help="exit 1 if the files are not current")
-    ds.set_defaults(func=_dbt_sources)
+    dp = dbt.add_parser("project", help="prepare the catalog's dbt project under the warehouse (CATALAKE_DBT_DIR) and print its path")
+    dp.set_defaults(func=_dbt_project)
     val = sub.add_parser("validate", help="run Great Expectations' own checkpoint on the stored partitions of a day")
     val.add_argument("--date", required=True, help="the partition, YYYY-MM-DD")
     val.add_argument("--table", action="append", help="a table (SQL name or messages/<name>); repeat for several; default all")

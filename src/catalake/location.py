@@ -36,11 +36,12 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
         "landing": LandingZone(path=str(settings.landing)),
     }
     if analytics:
-        from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli
+        from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
 
-        assets += [build_dbt_assets(partitions), build_data_docs_asset(partitions, DEADLETTER_KEY)]
+        project = dbt_project(settings)
+        assets += [build_dbt_assets(partitions, project), build_data_docs_asset(partitions, DEADLETTER_KEY)]
         jobs.append(build_analytics_job(partitions))
-        resources["dbt"] = dbt_cli()
+        resources["dbt"] = dbt_cli(project)
     return Definitions(
         assets=assets,
         jobs=jobs,

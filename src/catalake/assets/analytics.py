@@ -1,6 +1,7 @@
-"""The dbt project (`dbt_project/`) as Dagster assets: every model downstream of the
-per-message assets (sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt
-var `partition`, dbt tests as asset checks."""
+"""The catalog's dbt project as Dagster assets: every model downstream of the per-message assets
+(sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt var `partition`,
+dbt tests as asset checks. The project is the repository's `dbt_project/` with the configured
+catalog's sources, prepared under the warehouse (platform/dbt_sources.py)."""
 
 import json
 import os
@@ -12,31 +13,41 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
+from catalake.platform.catalog import CatalogError, load_catalog
+from catalake.platform.config import Settings
+from catalake.platform.dbt_sources import prepare_project
+from catalake.platform.message_table import message_tables
 from catalake.resources import Warehouse
 
-# the repository's dbt project (catalake is installed editable from the repository)
-DBT_PROJECT_DIR = Path(os.environ.get("CATALAKE_DBT_PROJECT", Path(__file__).resolve().parents[3] / "dbt_project"))
-WATCHED = ("models", "macros", "dbt_project.yml", "profiles.yml")
+# the generic project: the repository's (catalake is installed editable from the repository)
+DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT", Path(__file__).resolve().parents[3] / "dbt_project"))
 
 
-def dbt_project() -> DbtProject:
-    return DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+def dbt_project(settings: Settings) -> DbtProject:
+    """The configured catalog's dbt project, prepared (only changed files are rewritten)."""
+    try:
+        tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    except CatalogError:
+        tables = []  # the code location still loads; the catalog job reports the problems
+    folder = prepare_project(DBT_TEMPLATE, settings.dbt_dir, tables)
+    return DbtProject(project_dir=folder, profiles_dir=folder)
 
 
-def dbt_cli() -> DbtCliResource:
+def dbt_cli(project: DbtProject) -> DbtCliResource:
     """dbt from this Python's environment, found even when its bin folder is not on PATH."""
     beside = Path(sys.executable).parent / "dbt"
-    return DbtCliResource(project_dir=dbt_project(), dbt_executable=str(beside) if beside.exists() else shutil.which("dbt") or "dbt")
+    return DbtCliResource(project_dir=project, dbt_executable=str(beside) if beside.exists() else shutil.which("dbt") or "dbt")
 
 
 def ensure_manifest(project: DbtProject) -> Path:
     """`dbt parse` when the manifest is missing or older than the project's files (dagster-dbt
     loads the manifest, it does not parse outside `dagster dev`)."""
     manifest = project.manifest_path
-    files = [p for w in WATCHED for p in ([DBT_PROJECT_DIR / w] if (DBT_PROJECT_DIR / w).is_file() else (DBT_PROJECT_DIR / w).rglob("*"))]
-    newest = max((p.stat().st_mtime for p in files if p.is_file()), default=0)
+    root = Path(project.project_dir)
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_relative_to(root / "target") and not p.is_relative_to(root / "logs")]
+    newest = max((p.stat().st_mtime for p in files), default=0)
     if not manifest.exists() or manifest.stat().st_mtime < newest:
-        dbt_cli().cli(["parse", "--quiet"], target_path=project.target_path).wait()
+        dbt_cli(project).cli(["parse", "--quiet"], target_path=project.target_path).wait()
     return manifest
 
 
@@ -59,8 +70,7 @@ class Translator(DagsterDbtTranslator):
         return "analytics"
 
 
-def build_dbt_assets(partitions_def: DailyPartitionsDefinition):
-    project = dbt_project()
+def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject):
 
     @dbt_assets(
         manifest=ensure_manifest(project),

@@ -13,7 +13,7 @@ CATALOG_KEY = AssetKey("message_catalog")
 
 
 def message_key(message: MessageDefinition) -> AssetKey:
-    return AssetKey(["messages", message.group_id, message.message_id])
+    return AssetKey(message.asset_path)
 
 
 def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings) -> AssetSpec:

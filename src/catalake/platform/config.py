@@ -34,6 +34,8 @@ class Settings:
     CATALAKE_START_DATE    first daily partition (YYYY-MM-DD)
     CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
                            (default: the catalog's own folders; nothing else is ever read)
+    CATALAKE_DBT_DIR       where the catalog's dbt project is prepared, with dbt's target/ and
+                           logs (default: <warehouse>/dbt)
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
@@ -44,10 +46,15 @@ class Settings:
     delta_backend: str = "auto"
     schema_roots: tuple[Path, ...] = ()
     start_date: str = "2026-11-01"
+    dbt: Path | None = None
 
     @property
     def roots(self) -> tuple[Path, ...]:
         return self.schema_roots or catalog_roots(self.catalog)
+
+    @property
+    def dbt_dir(self) -> Path:
+        return (self.dbt or self.warehouse / "dbt").absolute()
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -62,6 +69,7 @@ class Settings:
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
             start_date=env.get("CATALAKE_START_DATE") or default.start_date,
+            dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
         )
 
 

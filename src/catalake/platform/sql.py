@@ -1,4 +1,5 @@
-"""Spark SQL text: quoting of names and values inside generated expressions."""
+"""SQL text: quoting of names and values inside generated expressions (Spark SQL, and standard
+SQL for the dbt models)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ def ident(name: str) -> str:
 def string(text: str) -> str:
     """A string literal (Spark's default parser reads backslash escapes inside quotes)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ansi_string(text: str) -> str:
+    """A string literal of standard SQL (DuckDB, which runs the dbt models): quotes doubled,
+    backslashes as they are."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def literal(value) -> str:

@@ -45,6 +45,12 @@ class MessageDefinition:
         return f"/messagegroups/{self.group_id}/messages/{self.message_id}"
 
     @property
+    def asset_path(self) -> list[str]:
+        """The Dagster asset key of its table, `messages/<group>/<message>`: ids as they are, but
+        for characters Dagster does not take in names (a quote, a space), which become `_`."""
+        return ["messages", *(re.sub(r"[^A-Za-z0-9_.\-]", "_", part) for part in (self.group_id, self.message_id))]
+
+    @property
     def table_name(self) -> str:
         """The per-message table this definition feeds: SQL-safe, `<group>__<message>`.
 
