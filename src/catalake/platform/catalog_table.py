@@ -32,7 +32,7 @@ SCHEMA = StructType(
     [
         _field("group_id", StringType(), "message group id", nullable=False),
         _field("message_id", StringType(), "message definition id (unique within its group)", nullable=False),
-        _field("xid", StringType(), "xRegistry id: /messagegroups/<group>/messages/<message>"),
+        _field("xid", StringType(), "xRegistry id: `/messagegroups/{group}/messages/{message}`"),
         _field("name", StringType(), "display name"),
         _field("description", StringType(), "description from the catalog"),
         _field("envelope", StringType(), "envelope, e.g. CloudEvents/1.0"),
