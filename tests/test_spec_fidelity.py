@@ -143,3 +143,40 @@ def test_constraint_values_are_checked_when_the_catalog_is_read_json_schema_vali
     # draft-04's boolean exclusiveMinimum is still a valid form
     found, warnings = tables('{"type": "number", "minimum": 0, "exclusiveMinimum": true}')
     assert len(found) == 1 and not warnings
+
+
+def test_placeholders_are_valid_names_xregistry_message_value_rfc6570_level_1(tmp_path):
+    def problems(source: str):
+        _, found = read(tmp_path, {"envelope": "CloudEvents/1.0", "envelopemetadata": {
+            "type": {"value": "t.T"}, "source": {"value": source, "type": "uritemplate"}}})
+        return [(p.rule, p.severity) for p in found]
+
+    assert problems("/sites/{site}/docks/{dock.id}") == []
+    assert problems("/sites/{site name}") == [("placeholder", "error")]
+    assert problems("/sites/{site") == [("placeholder", "error")]
+    assert problems("/sites/{}") == [("placeholder", "error")]
+    assert problems("/items{?page}") == [("placeholder-level", "warning")]  # matched per RFC 6570 all the same
+
+
+def test_the_content_type_is_declared_alike_everywhere_xregistry_message_datacontenttype(tmp_path):
+    def problems(**sections):
+        _, found = read(tmp_path, {"envelope": "CloudEvents/1.0", "protocol": "MQTT/5.0", **sections})
+        return [(p.rule, p.pointer.rsplit("/T/", 1)[1]) for p in found]
+
+    meta = {"type": {"value": "t.T"}, "datacontenttype": {"value": "application/json"}}
+    assert problems(envelopemetadata=meta, datacontenttype="Application/JSON",
+                    protocoloptions={"content_type": {"value": "application/json"}}) == []
+    assert problems(envelopemetadata=meta, protocoloptions={"content_type": {"value": "text/plain"}}) == [
+        ("datacontenttype-consistent", "protocoloptions/content_type/value")]
+
+
+def test_http_methods_and_field_names_are_tokens_and_amqp_keys_symbols_rfc9110_5_6_2(tmp_path):
+    def rules(protocol, options):
+        _, found = read(tmp_path, {"protocol": protocol, "protocoloptions": options})
+        return [(p.rule, p.pointer.rsplit("/T/", 1)[1]) for p in found]
+
+    assert rules("HTTP/1.1", {"method": {"value": "POST"}, "headers": [{"name": "X-Tenant", "value": "a"}]}) == []
+    assert rules("HTTP/1.1", {"method": {"value": "PO ST"}}) == [("structure:pattern", "protocoloptions/method/value")]
+    assert rules("HTTP/1.1", {"headers": [{"name": "X Tenant"}]}) == [("structure:pattern", "protocoloptions/headers/0/name")]
+    assert rules("AMQP/1.0", {"application_properties": {"tenant": {"value": "a"}}}) == []
+    assert [r for r, _ in rules("AMQP/1.0", {"application_properties": {"ténant": {"value": "a"}}})] == ["structure:pattern"]

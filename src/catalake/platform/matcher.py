@@ -40,7 +40,7 @@ from uritemplate import URITemplate
 
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
-from .jsonvalues import INTEGER_TEXT
+from .jsonvalues import INTEGER_TEXT, media_type
 from .records import Record
 
 LOOSE = "(.+?)"
@@ -201,18 +201,6 @@ def rule_value_equals(c: Check, value: str) -> bool:
     if c.key == "ce:datacontenttype":
         return rule_media_type(c.value, value)
     return value == c.value
-
-
-def media_type(text: str) -> tuple[str, dict[str, str]]:
-    """A media type as (lower-case type/subtype, {lower-case parameter: value}); a `charset`
-    value is lower-cased too (RFC 9110 8.3.1 and 8.3.2: all of these are case-insensitive)."""
-    head, *params = text.split(";")
-    parsed = {}
-    for param in params:
-        name, _, val = param.partition("=")
-        name, val = name.strip().lower(), val.strip().strip('"')
-        parsed[name] = val.lower() if name == "charset" else val
-    return head.strip().lower(), parsed
 
 
 def rule_media_type(declared: str, value: str) -> bool:

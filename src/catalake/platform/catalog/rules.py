@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ..jsonvalues import media_type
 from .normalize import Origin
 from .problems import Problem
 from .registry import registry_reference
@@ -19,6 +20,10 @@ NAME_VERSION = re.compile(r"^[A-Za-z][A-Za-z0-9.+_-]*/[A-Za-z0-9][A-Za-z0-9.+_-]
 UNVERSIONED_PROTOCOLS = {"KAFKA", "NATS", "HTTP"}
 CE_ALWAYS_REQUIRED = ("id", "source", "type")
 SCHEMA_SLOTS = ("dataschema", "dataschemauri", "dataschemaxid")
+# RFC 6570 2.3 varname: letters, digits, `_` and %-escapes, with single dots inside
+VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
+OPERATORS = "+#./;?&"
+CONTENT_TYPE_NAMES = ("content-type", "content_type", "contenttype")
 
 
 def _problem(origin: Origin, tokens: list, rule: str, message: str, severity: str = "error") -> Problem:
@@ -156,6 +161,82 @@ def rule_http_status_method_exclusive(msg: dict, origin: Origin) -> list[Problem
     return []
 
 
+def _declared_values(node, tokens: list) -> list[tuple[list, str]]:
+    """(pointer tokens, text) of every declared `value` under an envelopemetadata/protocoloptions node."""
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("value"), str):
+            found.append(([*tokens, "value"], node["value"]))
+        for key, child in node.items():
+            found += _declared_values(child, [*tokens, key]) if isinstance(child, (dict, list)) else []
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            found += _declared_values(child, [*tokens, i])
+    return found
+
+
+def rule_placeholders(msg: dict, origin: Origin) -> list[Problem]:
+    """Placeholders (spec "value": RFC 6570 Level 1, each a valid name): braces balanced and
+    every variable a valid `varname`, else an error. An operator or a list (`{?page}`, `{a,b}`)
+    is beyond level 1: a warning, and matched as RFC 6570 expands it (matcher.template_regex)."""
+    problems = []
+    for section in ("envelopemetadata", "protocoloptions"):
+        for tokens, value in _declared_values(msg.get(section), [section]):
+            if "{" not in value and "}" not in value:
+                continue
+            if re.sub(r"\{[^{}]*\}", "", value).count("{") or re.sub(r"\{[^{}]*\}", "", value).count("}"):
+                problems.append(_problem(origin, tokens, "placeholder", f"unbalanced braces in {value!r}"))
+                continue
+            for expression in re.findall(r"\{([^{}]*)\}", value):
+                operator = expression[:1] if expression[:1] in OPERATORS else ""
+                names = expression[len(operator):].split(",")
+                bare = [re.sub(r"(:[0-9]+|\*)$", "", n) for n in names]
+                bad = [n for n in bare if not VARNAME.fullmatch(n)]
+                if bad:
+                    problems.append(_problem(origin, tokens, "placeholder",
+                                             f"placeholder {{{expression}}} in {value!r}: {bad[0]!r} is not a valid name"))
+                elif operator or len(names) > 1 or bare != names:
+                    problems.append(_problem(origin, tokens, "placeholder-level",
+                                             f"placeholder {{{expression}}} in {value!r} is beyond RFC 6570 level 1 "
+                                             "(matched as RFC 6570 expands it)", "warning"))
+    return problems
+
+
+def _content_types(node, tokens: list) -> list[tuple[list, str]]:
+    """Declared content types in protocoloptions: an option, map entry or named list item called
+    content-type / content_type."""
+    found = []
+    if isinstance(node, dict):
+        for key, child in node.items():
+            if str(key).lower() in CONTENT_TYPE_NAMES and isinstance(child, dict) and isinstance(child.get("value"), str):
+                found.append(([*tokens, key, "value"], child["value"]))
+            elif isinstance(child, (dict, list)):
+                found += _content_types(child, [*tokens, key])
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            if (isinstance(child, dict) and str(child.get("name", "")).lower() in CONTENT_TYPE_NAMES
+                    and isinstance(child.get("value"), str)):
+                found.append(([*tokens, i, "value"], child["value"]))
+    return found
+
+
+def rule_datacontenttype_consistent(msg: dict, origin: Origin) -> list[Problem]:
+    """The payload's content type is the same wherever the definition declares it: the message's
+    `datacontenttype`, the CloudEvents attribute's value and the protocol's content type (compared
+    as media types)."""
+    places = [(["datacontenttype"], msg["datacontenttype"])] if isinstance(msg.get("datacontenttype"), str) else []
+    attribute = (msg.get("envelopemetadata") or {}).get("datacontenttype")
+    if isinstance(attribute, dict) and isinstance(attribute.get("value"), str) and "{" not in attribute["value"]:
+        places.append((["envelopemetadata", "datacontenttype", "value"], attribute["value"]))
+    places += [(t, v) for t, v in _content_types(msg.get("protocoloptions"), ["protocoloptions"]) if "{" not in v]
+    if not places:
+        return []
+    first_tokens, first = places[0]
+    return [_problem(origin, tokens, "datacontenttype-consistent",
+                     f"content type {value!r} differs from {first!r} declared at /{'/'.join(map(str, first_tokens))}")
+            for tokens, value in places[1:] if media_type(value) != media_type(first)]
+
+
 def rule_group_consistency(msg: dict, group: dict, origin: Origin) -> list[Problem]:
     """Message 'envelope'/'protocol' MUST be the same as the group's (checked on the resolved message)."""
     problems = []
@@ -180,6 +261,8 @@ MESSAGE_RULES: list[Callable[[dict, Origin], list[Problem]]] = [
     rule_protocol_format,
     rule_dataschema_exclusive,
     rule_attribute_name_length,
+    rule_placeholders,
+    rule_datacontenttype_consistent,
     rule_cloudevents_required_attributes,
     rule_specversion,
     rule_kafka_key_exclusive,
