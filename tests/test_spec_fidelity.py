@@ -180,3 +180,34 @@ def test_http_methods_and_field_names_are_tokens_and_amqp_keys_symbols_rfc9110_5
     assert rules("HTTP/1.1", {"headers": [{"name": "X Tenant"}]}) == [("structure:pattern", "protocoloptions/headers/0/name")]
     assert rules("AMQP/1.0", {"application_properties": {"tenant": {"value": "a"}}}) == []
     assert [r for r, _ in rules("AMQP/1.0", {"application_properties": {"ténant": {"value": "a"}}})] == ["structure:pattern"]
+
+
+def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
+    import datetime as dt
+
+    from catalake.platform.classifier import Classifier, Plan
+    from catalake.platform.landing import partition_files, plan_tasks
+    from catalake.platform.message_table import message_tables
+
+    catalog_path = tmp_path / "catalog.xreg.json"
+    catalog_path.write_text(json.dumps({"messagegroups": {"g": {"messages": {
+        "T": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}}}}}}}))
+    day = tmp_path / "landing" / "2026-11-20"
+    day.mkdir(parents=True)
+    events = [event(None) | {"id": str(i)} for i in range(3)] + [{**event(None), "type": "t.Other"}]
+    records = [
+        {"protocol": "HTTP", "method": "POST", "path": "/", "headers": {"Content-Type": "application/cloudevents-batch+json"},
+         "body": events},
+        {"protocol": "HTTP", "method": "POST", "path": "/", "headers": {"Content-Type": "application/cloudevents-batch+json"},
+         "body": json.dumps(events[:1])},  # the body as JSON text
+        {"protocol": "HTTP", "method": "POST", "path": "/", "headers": {"content-type": "application/cloudevents-batch+json"},
+         "body": []},
+    ]
+    (day / "http.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    tables, _ = message_tables(load_catalog([catalog_path]), [tmp_path])
+    plan = Plan(tuple(tables), str(tmp_path / "warehouse"), dt.date(2026, 11, 20), dt.datetime.now(dt.timezone.utc), "t")
+    pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", dt.date(2026, 11, 20)), 1) for p in task]
+    result = Classifier(plan).run("0", pieces)
+    # 5 events and an empty batch: every one in exactly one place
+    assert result.records == 6 and result.rows == {"messages/g__t": 4, "deadletter": 2}
+    assert result.deadletter == {"no_match": 1, "not_an_event": 1}

@@ -37,7 +37,7 @@ from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
-from .records import MISSING, CORE, Record, envelope_fault, normalize
+from .records import MISSING, CORE, Record, batch_events, envelope_fault, normalize
 from .runs import alive
 from .schemas.avro import named_type
 from .storage import PartFiles, arrow_schema
@@ -437,6 +437,19 @@ class Classifier:
         except strictjson.NotJson as exc:
             self.deadletter(exc.reason, exc.detail, source_file, line, raw)
             return
+        batch = batch_events(obj)
+        if batch is None:
+            self.classify_object(obj, source_file, line, raw)
+        elif not batch:
+            self.deadletter("not_an_event", "an HTTP batch (application/cloudevents-batch+json) holding no event",
+                            source_file, line, raw)
+        else:  # each event of the batch is a record, with the batch's line as its lineage
+            self.result.records += len(batch) - 1
+            self.result.per_file[source_file] = self.result.per_file.get(source_file, 0) + len(batch) - 1
+            for event in batch:
+                self.classify_object(event, source_file, line, orjson.dumps(event))
+
+    def classify_object(self, obj, source_file: str, line: int, raw) -> None:
         rec = normalize(obj)
         if rec.kind == "not_an_event":
             self.deadletter("not_an_event", "neither a CloudEvent nor a protocol record", source_file, line, raw, rec)
@@ -499,17 +512,18 @@ class Classifier:
                 if not isinstance(raw, bytes):
                     continue
                 try:
-                    rec = normalize(strictjson.loads(raw))
+                    obj = strictjson.loads(raw)
                 except strictjson.NotJson:
                     continue
-                if rec.kind == "not_an_event" or (rec.is_ce and (any(rec.attrs.get(a) is None for a in CORE)
-                                                                 or envelope_fault(rec) is not None)):
-                    continue
-                m = self.matcher.match(rec)
-                m = self.resolve(rec, m) if m.status == "ambiguous" else m
-                if m.status == "matched":
-                    checked = self.typed(rec, m, piece.path, line)
-                    out.setdefault(checked.spec.name, []).append(checked)
+                for rec in map(normalize, batch_events(obj) or [obj]):
+                    if rec.kind == "not_an_event" or (rec.is_ce and (any(rec.attrs.get(a) is None for a in CORE)
+                                                                     or envelope_fault(rec) is not None)):
+                        continue
+                    m = self.matcher.match(rec)
+                    m = self.resolve(rec, m) if m.status == "ambiguous" else m
+                    if m.status == "matched":
+                        checked = self.typed(rec, m, piece.path, line)
+                        out.setdefault(checked.spec.name, []).append(checked)
         return out
 
     def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:

@@ -80,6 +80,22 @@ class Record:
         return out
 
 
+BATCH = "application/cloudevents-batch"
+
+
+def batch_events(obj) -> list | None:
+    """The events of an HTTP record in batched content mode (HTTP binding 3.3: content type
+    `application/cloudevents-batch+json`, the body a JSON array of structured events), else None."""
+    binding = binding_of(obj) if isinstance(obj, dict) else None
+    if binding is None or binding.kind != "http":
+        return None
+    content_type = binding.content_type(obj, name_value_map(obj.get(binding.header_member)) or {}, {})
+    if not (as_text(content_type) or "").lower().startswith(BATCH):
+        return None
+    body = decode_payload(obj.get("body"))
+    return body if isinstance(body, list) else None
+
+
 def envelope_fault(rec: Record) -> str | None:
     """What makes a CloudEvent invalid whatever its definition (CloudEvents 1.0, "Context
     Attributes"): `id` and `source` MUST be non-empty; `time`, when present, MUST be an RFC 3339
