@@ -211,3 +211,26 @@ def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     # 5 events and an empty batch: every one in exactly one place
     assert result.records == 6 and result.rows == {"messages/g__t": 4, "deadletter": 2}
     assert result.deadletter == {"no_match": 1, "not_an_event": 1}
+
+
+def test_patterns_are_read_as_ecma_262_reads_them_json_schema_validation_6_3_3(tmp_path):
+    import pytest
+
+    from catalake.platform.catalog import CatalogError
+    from catalake.platform.message_table import message_tables
+    from catalake.platform.patterns import PatternError, python_regex
+
+    assert python_regex(r"^\d+$").search("١٢٣") is None  # Arabic-Indic digits: not \d in ECMA 262
+    assert python_regex(r"^\d+$").search("123")
+    assert python_regex(r"^(?<year>\d{4})-").search("2026-11").group("year") == "2026"
+    for pattern in ("[^]", r"\u{1F600}", r"\cJ", "(unclosed"):
+        with pytest.raises(PatternError):
+            python_regex(pattern)
+
+    path = tmp_path / "catalog.xreg.json"
+    path.write_text(json.dumps({"messagegroups": {"g": {"messages": {"T": {
+        "envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
+        "dataschemaformat": "JsonSchema/draft-07", "dataschema": {"type": "string", "pattern": "a[^]b"}}}}}}))
+    with pytest.raises(CatalogError) as refused:
+        message_tables(load_catalog([path]), [tmp_path])
+    assert refused.value.problems[0].rule == "schema-constraint-invalid" and "[^]" in refused.value.problems[0].message

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import re
 from typing import Any, Callable
 
 import orjson
@@ -47,6 +46,7 @@ from pyspark.sql.types import (
 )
 
 from .jsonvalues import UTC, from_base64, iso_datetime
+from .patterns import PatternError, python_regex
 
 FORMATS = {
     "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
@@ -242,9 +242,9 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
             add("length", lambda v: len(v) > m, lambda v: f"{path}: {shown(v)} is longer than {m}")
         if isinstance(rules.get("pattern"), str):
             try:
-                regex = re.compile(rules["pattern"])
-            except re.error:
-                regex = None  # reported when the catalog is validated
+                regex = python_regex(rules["pattern"])
+            except PatternError:
+                regex = None  # a catalog error (schemas/json_schema.py constraints)
             if regex is not None:
                 add("pattern", lambda v: regex.search(v) is None, lambda v: f"{path}: {shown(v)} does not match {regex.pattern!r}")
     if isinstance(dtype, (ArrayType, MapType)):

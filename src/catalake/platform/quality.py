@@ -18,7 +18,6 @@ suite's expectations: a typed table column cannot hold them, so no GX expectatio
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,6 +31,7 @@ from .expectations import (
     OF_TYPE,
     Expectation,
 )
+from .patterns import PatternError, python_regex
 from .payload import shown
 
 EXAMPLES = 5
@@ -93,8 +93,8 @@ def _unexpected(e: Expectation, v: str, code: _Code) -> str | None:
         return " or ".join(parts) or None
     if e.type == MATCH_REGEX:
         try:
-            regex = code.constant(re.compile(e.kwargs["regex"]))
-        except re.error:
+            regex = code.constant(python_regex(e.kwargs["regex"]))
+        except PatternError:
             return "True"  # GX fails such an expectation too
         return f"{regex}.search({v} if {v}.__class__ is str else str({v})) is None"
     return None

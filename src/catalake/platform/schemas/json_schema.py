@@ -40,6 +40,7 @@ from pyspark.sql.types import (
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
+from ..patterns import PatternError, python_regex
 from .unions import JSON_STRING, union_type
 
 MAX_DEPTH = 16
@@ -72,6 +73,13 @@ def constraints(schema: dict) -> dict:
     for key in BOUNDS:
         if key in out and not (isinstance(out[key], bool) and key.startswith("exclusive")) and not valid_bound(out[key]):
             raise InvalidConstraint(f"{key} {out[key]!r} is not a finite number")
+    if "pattern" in out:
+        if not isinstance(out["pattern"], str):
+            raise InvalidConstraint(f"pattern {out['pattern']!r} is not a string")
+        try:
+            python_regex(out["pattern"])
+        except PatternError as exc:
+            raise InvalidConstraint(str(exc)) from None
     for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         if out.get(bound) is True and limit in out:
             out[bound] = out.pop(limit)
