@@ -6,8 +6,10 @@ An entry says how a record of that kind is recognised (`protocol` value prefix, 
 carry CloudEvents attributes, where its content type and payload are, what its address is (the
 option message definitions are indexed by), its metadata columns in the per-message tables, the
 `opt:` fields its protocol options are matched against, and the scalars kept in
-`protocol_metadata` for definitions that accept any binding. records.py reads a record through
-its entry, message_table.py takes the columns from here, the matcher the address.
+`protocol_metadata` for definitions that accept any binding, how its attribute headers decode,
+and, for the catalog, which options hold named entries. records.py reads a record through its
+entry, message_table.py takes the columns from here, the matcher the address, the catalog
+normalizer the option shapes: adding a binding is one entry here (and its tests).
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ class Binding:
     options: Callable[[dict, dict, dict], dict]  # option name -> value (sections: name -> map)
     protocol_name: Callable[[dict], str | None] = lambda rec: as_text(rec.get("protocol"))
     attribute_value: Callable[[str], str] | None = None  # decodes a CloudEvents attribute's header value
+    # the catalog side (catalog/normalize.py): options holding several named entries, as a map
+    # or as a list of {name, ...}; every other option is one property definition
+    map_options: frozenset[str] = frozenset()
+    list_options: frozenset[str] = frozenset()
+    option_renames: tuple[tuple[str, str], ...] = ()  # spellings found in catalogs -> the spec's
 
 
 def http_header_value(value: str) -> str:
@@ -115,6 +122,7 @@ KAFKA = Binding(
                                "key": as_text(rec["key"]) if rec.get("key") is not None else as_text(rec.get("key_base64")),
                                "headers": h},
     protocol_name=lambda rec: "KAFKA",
+    map_options=frozenset({"headers"}),
 )
 
 MQTT = Binding(
@@ -133,6 +141,7 @@ MQTT = Binding(
     options=lambda rec, h, p: {"topic_name": as_text(rec.get("topic_name")), "qos": as_text(as_int(rec.get("qos"), 32)),
                                "retain": as_text(_bool(rec.get("retain"))), "content_type": as_text(rec.get("content_type")),
                                "user_properties": h},
+    list_options=frozenset({"user_properties"}), option_renames=(("topic", "topic_name"),),
 )
 
 AMQP = Binding(
@@ -153,6 +162,7 @@ AMQP = Binding(
     options=lambda rec, h, p: {"properties": p, "application_properties": h,
                                "message_annotations": name_value_map(rec.get("message_annotations")) or {},
                                "header": name_value_map(rec.get("header")) or {}},
+    map_options=frozenset({"properties", "application_properties", "message_annotations", "delivery_annotations", "header", "footer"}),
 )
 
 HTTP = Binding(
@@ -169,6 +179,7 @@ HTTP = Binding(
     ),
     options=lambda rec, h, p: {"method": (as_text(rec.get("method")) or "").upper() or None, "path": as_text(rec.get("path")),
                                "headers": h, "query": name_value_map(rec.get("query")) or {}},
+    map_options=frozenset({"query"}), list_options=frozenset({"headers"}),
 )
 
 NATS = Binding(
@@ -184,6 +195,7 @@ NATS = Binding(
                lambda rec, h, p: _without(h, ("ce-", "ce_", "content-type")), scalar=False),
     ),
     options=lambda rec, h, p: {"subject": as_text(rec.get("subject")), "headers": h},
+    list_options=frozenset({"headers"}),
 )
 
 ROCKETMQ = Binding(

@@ -20,6 +20,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..protocols import BY_FAMILY
 from .problems import escape, pointer
 
 PROPERTY_KEYS = {"value", "type", "required", "description", "specurl", "name"}
@@ -48,18 +49,13 @@ MESSAGE_RENAMES = {
 GROUP_RENAMES = {"id": "messagegroupid", "binding": "protocol", "definitions": "messages"}
 ATTRIBUTE_TYPE_RENAMES = {"datetime": "timestamp"}
 
-KNOWN_PROTOCOLS = {"KAFKA", "NATS", "HTTP", "MQTT", "AMQP"}
-# Options holding several named entries; every other option is one property definition.
-MAP_OPTIONS = {
-    "KAFKA": {"headers"},
-    "AMQP": {"properties", "application_properties", "message_annotations", "delivery_annotations", "header", "footer"},
-    "HTTP": {"query"},
-}
-LIST_OPTIONS = {"HTTP": {"headers"}, "MQTT": {"user_properties"}, "NATS": {"headers"}}
-OPTION_RENAMES = {"MQTT": {"topic": "topic_name"}}
+# from the bindings (protocols.py): one entry per protocol
+KNOWN_PROTOCOLS = set(BY_FAMILY)
+MAP_OPTIONS = {family: set(b.map_options) for family, b in BY_FAMILY.items() if b.map_options}
+LIST_OPTIONS = {family: set(b.list_options) for family, b in BY_FAMILY.items() if b.list_options}
+OPTION_RENAMES = {family: dict(b.option_renames) for family, b in BY_FAMILY.items() if b.option_renames}
 # the option that names where a message goes (AMQP: its `properties.to`)
-ADDRESS_OPTIONS = {"KAFKA": "topic", "MQTT": "topic_name", "NATS": "subject", "HTTP": "path", "ROCKETMQ": "topic"}
-
+ADDRESS_OPTIONS = {family: b.address_option for family, b in BY_FAMILY.items() if b.address_option}
 
 @dataclass
 class Origin:
