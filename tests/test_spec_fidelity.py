@@ -234,3 +234,17 @@ def test_patterns_are_read_as_ecma_262_reads_them_json_schema_validation_6_3_3(t
     with pytest.raises(CatalogError) as refused:
         message_tables(load_catalog([path]), [tmp_path])
     assert refused.value.problems[0].rule == "schema-constraint-invalid" and "[^]" in refused.value.problems[0].message
+
+
+def test_the_dataschema_attribute_names_the_referenced_schema_and_options_come_with_their_selector(tmp_path):
+    base = {"envelope": "CloudEvents/1.0", "dataschemaformat": "JsonSchema/draft-07",
+            "dataschemauri": "#/schemagroups/s/schemas/x"}
+    _, problems = read(tmp_path, {**base, "envelopemetadata": {"type": {"value": "t.T"}, "dataschema": {
+        "value": "https://example.com/other.json"}}})
+    assert [(p.rule, p.severity) for p in problems] == [("dataschema-attribute", "error")]
+    _, problems = read(tmp_path, {**base, "envelopemetadata": {"type": {"value": "t.T"}, "dataschema": {
+        "value": "#/schemagroups/s/schemas/x"}}})
+    assert problems == []
+    _, problems = read(tmp_path, {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
+                                  "protocol": "MQTT/5.0"})
+    assert [(p.rule, p.severity) for p in problems] == [("protocoloptions-missing", "warning")]

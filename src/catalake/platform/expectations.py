@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,7 @@ class Expectation:
     key: str  # what the check is about: `data.fare.amount`, `source`
     path: FieldPath  # where the value is in a table row
     guard: tuple[FieldPath, ...] = ()  # optional parents that must be present (the row condition)
-    measure: str | None = None  # "size": the expectation is about the array's size
+    measure: str | None = None  # "size": about the array's size; "copy": GX validates a derived copy of the field
 
     @property
     def id(self) -> str:
@@ -113,6 +114,10 @@ def _gx_severity(severity: str):
 def _expect(expectation_type: str, severity: str, rule: str, source: str, column: str, path: FieldPath | None = None,
             guard: tuple[FieldPath, ...] = (), measure: str | None = None, **kwargs) -> Expectation:
     path = path if path is not None else (column,)
+    if measure is None and any("`" in p for p in path):
+        # GX on Spark cannot address a field whose name holds a backtick, quoted or not: it
+        # validates a derived top-level copy of it instead (validation.validation_frame)
+        column, measure = "__".join(re.sub(r"[^A-Za-z0-9_]", "_", p) for p in path), "copy"
     return Expectation(expectation_type, column, kwargs, rule, source, severity, ".".join(path), path, guard, measure)
 
 
@@ -319,9 +324,11 @@ def suite_digest(table: MessageTable, expectations: Sequence[Expectation]) -> st
 
 
 def derived_columns(expectations: Sequence[Expectation]) -> dict[str, str]:
-    """The columns GX validates that the table computes (array sizes): name -> Spark SQL."""
-    return {e.column: f"CASE WHEN {_sql(e.path)} IS NULL THEN NULL ELSE size({_sql(e.path)}) END"
-            for e in expectations if e.measure == "size"}
+    """The columns GX validates that the table computes (array sizes, copies of fields GX cannot
+    address): name -> Spark SQL."""
+    derived = {e.column: f"CASE WHEN {_sql(e.path)} IS NULL THEN NULL ELSE size({_sql(e.path)}) END"
+               for e in expectations if e.measure == "size"}
+    return derived | {e.column: _sql(e.path) for e in expectations if e.measure == "copy"}
 
 
 def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):

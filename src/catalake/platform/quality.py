@@ -205,7 +205,7 @@ class SuiteCheck:
         e = self.expectations[i]
         value = _get(row, e.path)
         if len(self.examples[i]) < EXAMPLES:
-            self.examples[i].append([_plain(value if e.measure is None else len(value)), source_file, source_line])
+            self.examples[i].append([_plain(len(value) if e.measure == "size" else value), source_file, source_line])
         return e, value
 
     def check(self, row: dict, type_errors: list, source_file: str, source_line: int) -> list[tuple[Expectation, Any]]:

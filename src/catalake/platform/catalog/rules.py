@@ -237,6 +237,33 @@ def rule_datacontenttype_consistent(msg: dict, origin: Origin) -> list[Problem]:
             for tokens, value in places[1:] if media_type(value) != media_type(first)]
 
 
+def rule_dataschema_attribute_matches(msg: dict, origin: Origin, registry: dict) -> list[Problem]:
+    """The CloudEvents `dataschema` attribute's declared value names the schema the definition
+    references: it equals `dataschemauri` when both are given (a value pointing into the
+    catalog's own registry is not sent by producers and is not compared)."""
+    attribute = (msg.get("envelopemetadata") or {}).get("dataschema")
+    uri = msg.get("dataschemauri")
+    if not isinstance(attribute, dict) or not isinstance(attribute.get("value"), str) or not isinstance(uri, str):
+        return []
+    value = attribute["value"]
+    if "{" in value or registry_reference(value) is not None or value == uri:
+        return []
+    return [_problem(origin, ["envelopemetadata", "dataschema", "value"], "dataschema-attribute",
+                     f"the dataschema attribute's value {value!r} differs from dataschemauri {uri!r}")]
+
+
+def rule_options_declared(msg: dict, origin: Origin, registry: dict) -> list[Problem]:
+    """An `envelope` comes with its `envelopemetadata`, a `protocol` with its `protocoloptions`
+    (after basemessage resolution). Without them the definition filters on nothing of the
+    envelope or protocol but its implied rules: a warning."""
+    problems = []
+    for selector, options in (("envelope", "envelopemetadata"), ("protocol", "protocoloptions")):
+        if msg.get(selector) and not msg.get(options):
+            problems.append(_problem(origin, [selector], f"{options}-missing",
+                                     f"{selector} {msg[selector]!r} without {options}", "warning"))
+    return problems
+
+
 def rule_group_consistency(msg: dict, group: dict, origin: Origin) -> list[Problem]:
     """Message 'envelope'/'protocol' MUST be the same as the group's (checked on the resolved message)."""
     problems = []
@@ -268,4 +295,8 @@ MESSAGE_RULES: list[Callable[[dict, Origin], list[Problem]]] = [
     rule_kafka_key_exclusive,
     rule_http_status_method_exclusive,
 ]
-RESOLVED_RULES: list[Callable[[dict, Origin, dict], list[Problem]]] = [rule_schemaformat_required]
+RESOLVED_RULES: list[Callable[[dict, Origin, dict], list[Problem]]] = [
+    rule_schemaformat_required,
+    rule_dataschema_attribute_matches,
+    rule_options_declared,
+]
