@@ -248,3 +248,14 @@ def test_the_dataschema_attribute_names_the_referenced_schema_and_options_come_w
     _, problems = read(tmp_path, {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
                                   "protocol": "MQTT/5.0"})
     assert [(p.rule, p.severity) for p in problems] == [("protocoloptions-missing", "warning")]
+
+
+def test_a_structured_events_string_data_is_not_deserialized_again_json_format_3_1_2(tmp_path):
+    catalog = compiled(tmp_path, {"T": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}},
+                                        "dataschemaformat": "JsonSchema/draft-07", "dataschema": {"type": "string"}}})
+    rec = normalize({**event("application/json"), "data": '{"a":1}'})
+    assert rec.data == '{"a":1}' and catalog.match(rec).status == "matched"
+    # a protocol record's payload given as JSON text is the payload's bytes: decoded once
+    kafka = normalize({"topic": "t", "partition": 0, "offset": 1, "payload": '{"a":1}',
+                       "headers": ["ce_specversion", "1.0", "ce_id", "1", "ce_source", "/s", "ce_type", "t.T"]})
+    assert kafka.data == {"a": 1}
