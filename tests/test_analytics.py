@@ -4,6 +4,7 @@ dbt build), the dbt project's sources and models, and the README's analyst queri
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -215,3 +216,34 @@ def test_catalake_run_with_analytics_on_a_catalog_that_is_not_the_demo(tmp_path)
     assert (tmp_path / "warehouse" / "dbt" / "target" / "manifest.json").exists()
     # nothing written under the source tree (dbt's target and logs included)
     assert subprocess.run(status, capture_output=True, text=True).stdout == before
+
+
+@pytest.mark.jvm
+def test_the_wheel_carries_everything_catalake_run_needs(tmp_path):
+    """A non-editable install (the wheel's own files, not the checkout) runs the demo with its
+    analytics, and writes nothing into the installed package."""
+    # built from a copy: a build writes build/ and egg-info beside the sources
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "warehouse", ".dagster_home", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("catalake-*.whl")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALAKE_", "DAGSTER_HOME"))}
+    env["PYTHONPATH"] = str(site)  # ahead of the editable checkout
+    where = subprocess.run([sys.executable, "-c", "import catalake; print(catalake.__file__)"], env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert where == str(site / "catalake" / "__init__.py")
+    run = tmp_path / "run"
+    run.mkdir()
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "run", "--date", DAYS[0]], env=env, cwd=run,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "59 records -> 56 in 7 message table(s)" in out.stdout
+    con = duckdb.connect(str(run / "warehouse" / "analytics.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM ride_lifecycle").fetchone()[0] > 0
+    con.close()
+    assert not (site / "catalake" / "dbt_project" / "target").exists()

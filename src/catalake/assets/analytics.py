@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
@@ -19,8 +20,8 @@ from catalake.platform.dbt_sources import prepare_project
 from catalake.platform.message_table import message_tables
 from catalake.resources import Warehouse
 
-# the generic project: the repository's (catalake is installed editable from the repository)
-DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT", Path(__file__).resolve().parents[3] / "dbt_project"))
+# the generic project: the repository's dbt_project/, which the package links to and the wheel carries
+DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT") or str(resources.files("catalake") / "dbt_project"))
 
 
 def dbt_project(settings: Settings) -> DbtProject:
