@@ -79,6 +79,12 @@ def test_partition_run_materializes_and_checks(demo):
     assert (warehouse / "gx/uncommitted/data_docs/local_site/index.html").exists()
     pages = list((warehouse / "gx/uncommitted/data_docs/local_site/validations/bikeshare_rides__rideended").rglob("*.html"))
     assert sorted(p.name for p in pages) == ["bikeshare_rides__rideended-2026-11-20.html", "bikeshare_rides__rideended-2026-11-21.html"]
+    # every suite has its page and is listed, the one no day fed included; pages name the day and run
+    site = warehouse / "gx/uncommitted/data_docs/local_site"
+    assert len(list((site / "expectations").glob("*.html"))) == 9
+    index = (site / "index.html").read_text()
+    assert "expectations/bikeshare_docks_mqtt__batterylow.html" in index
+    assert "2026-11-21 (run " in pages[0].read_text() or "2026-11-20 (run " in pages[0].read_text()
 
 
 def test_the_dbt_project_is_prepared_for_the_configured_catalog_under_the_warehouse(tmp_path):

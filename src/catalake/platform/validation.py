@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import orjson
 
-from .config import DOCS_INDEX, GX_VERSION, VALIDATIONS
+from .config import DOCS_INDEX, GX_SUITES, GX_VERSION, VALIDATIONS
 from .expectations import DERIVED, ERROR, Expectation, import_gx, expectation_summary, suite_document
 from .quality import ExpectationResult
 
@@ -155,11 +155,18 @@ class Validator:
         return self._datasource
 
     def build_partition_docs(self, partition: str) -> Path:
-        """Rebuild the data docs pages of one partition's stored results, and the index."""
+        """Rebuild the data docs pages of one partition's stored results and the index, and the
+        page of every suite that has none or changed since (the index lists the suites that
+        have a page: all of them, fed that day or not)."""
         from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
         keys = [k for k in self.context.validation_results_store.list_keys()
                 if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(f"{partition} ")]
+        pages = self.docs_index.parent / "expectations"
+        for key in self.context.expectations_store.list_keys():
+            page, stored = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
+            if not page.exists() or (stored.exists() and stored.stat().st_mtime > page.stat().st_mtime):
+                keys.append(key)
         return self.build_docs(keys)
 
     def build_docs(self, keys: Sequence | None = None) -> Path:
