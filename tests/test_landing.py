@@ -157,3 +157,13 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
     small = str(day / "small.jsonl")
     assert tiling_faults(files, tasks + [[Piece(small)]]) == [f"{small}: read 2 times"]
     assert tiling_faults(files + [files[0]], tasks) == [f"{files[0]}: listed 2 times"]
+
+
+def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
+    from catalake.platform.config import Settings
+
+    for name in ("2026-10-05", "dt=2026-09-30", "notes", "2026-13-99x"):
+        (tmp_path / name).mkdir()
+    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path)}).start_date == "2026-09-30"
+    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path), "CATALAKE_START_DATE": "2026-01-01"}).start_date == "2026-01-01"
+    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path / "none")}).start_date == Settings().start_date

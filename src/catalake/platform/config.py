@@ -31,7 +31,8 @@ class Settings:
     CATALAKE_SPARK_CONF    Spark settings as 'key=value' pairs separated by spaces,
                            e.g. 'spark.driver.memory=4g spark.sql.shuffle.partitions=8'
     CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
-    CATALAKE_START_DATE    first daily partition (YYYY-MM-DD)
+    CATALAKE_START_DATE    first daily partition (YYYY-MM-DD); default: the landing zone's
+                           first day folder (2026-11-01 when it has none)
     CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
                            (default: the catalog's own folders; nothing else is ever read)
     CATALAKE_DBT_DIR       where the catalog's dbt project is prepared, with dbt's target/ and
@@ -60,17 +61,29 @@ class Settings:
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
         env = dict(os.environ if env is None else env)
         default = cls()
+        landing = Path(env.get("CATALAKE_LANDING") or default.landing).expanduser()
         return cls(
             catalog=_paths(env["CATALAKE_CATALOG"]) if env.get("CATALAKE_CATALOG") else default.catalog,
-            landing=Path(env.get("CATALAKE_LANDING") or default.landing).expanduser(),
+            landing=landing,
             warehouse=Path(env.get("CATALAKE_WAREHOUSE") or default.warehouse).expanduser().absolute(),
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
             spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
-            start_date=env.get("CATALAKE_START_DATE") or default.start_date,
+            start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing) or default.start_date,
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
         )
+
+
+def first_landed_day(landing: Path) -> str | None:
+    """The landing zone's earliest day folder (`YYYY-MM-DD` or `dt=YYYY-MM-DD`), or None."""
+    from .landing import FOLDER
+
+    try:
+        days = [m.group(1) for m in map(FOLDER.match, os.listdir(landing)) if m]
+    except OSError:
+        return None
+    return min(days, default=None)
 
 
 def spark_conf(raw: str) -> tuple[tuple[str, str], ...]:
