@@ -6,22 +6,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from catalake.platform.catalog import CatalogError, Problem, load_catalog, read_catalog
+from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
 from catalake.platform.config import Settings
 from catalake.platform.report import catalog_rows, text_table
 
 
 def _catalog_validate(args) -> int:
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.message_table import message_tables, schema_problems
 
     catalog, problems = read_catalog(args.paths)
     if not any(p.severity == "error" for p in problems):
         # data schemas: a forbidden reference is an error, one that does not derive a warning
         try:
             tables, _ = message_tables(catalog, _roots(args.paths))
-            problems += [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
-                                 t.schema["data"].metadata["catalake.schema_error"], "warning")
-                         for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+            problems += schema_problems(tables)
         except CatalogError as exc:
             problems += exc.problems
     for problem in problems:

@@ -37,7 +37,7 @@ from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
-from .records import MISSING, CORE, Record, batch_events, envelope_fault, normalize
+from .records import MISSING, Record, batch_events, normalize, record_fault
 from .runs import alive
 from .schemas.avro import named_type
 from .storage import PartFiles, arrow_schema
@@ -451,23 +451,10 @@ class Classifier:
 
     def classify_object(self, obj, source_file: str, line: int, raw) -> None:
         rec = normalize(obj)
-        if rec.kind == "not_an_event":
-            self.deadletter("not_an_event", "neither a CloudEvent nor a protocol record", source_file, line, raw, rec)
+        fault = record_fault(rec)
+        if fault is not None:
+            self.deadletter(*fault, source_file, line, raw, rec)
             return
-        if rec.is_ce:
-            missing = [a for a in CORE if rec.attrs.get(a) is None]
-            if missing:
-                self.deadletter("missing_required_attribute", "missing CloudEvents attribute(s): " + ", ".join(missing),
-                                source_file, line, raw, rec)
-                return
-            if rec.attrs["specversion"] != "1.0":
-                self.deadletter("unsupported_specversion", f"specversion {rec.attrs['specversion']} (1.0 is supported)",
-                                source_file, line, raw, rec)
-                return
-            fault = envelope_fault(rec)
-            if fault is not None:
-                self.deadletter("invalid_attribute", fault, source_file, line, raw, rec)
-                return
         m = self.matcher.match(rec)
         if m.status == "ambiguous":
             m = self.resolve(rec, m)
@@ -516,8 +503,7 @@ class Classifier:
                 except strictjson.NotJson:
                     continue
                 for rec in map(normalize, batch_events(obj) or [obj]):
-                    if rec.kind == "not_an_event" or (rec.is_ce and (any(rec.attrs.get(a) is None for a in CORE)
-                                                                     or envelope_fault(rec) is not None)):
+                    if record_fault(rec) is not None:
                         continue
                     m = self.matcher.match(rec)
                     m = self.resolve(rec, m) if m.status == "ambiguous" else m

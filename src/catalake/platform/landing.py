@@ -195,8 +195,9 @@ def tiling_faults(files: list[Path], tasks: list[list[Piece]]) -> list[str]:
                 faults.append(f"{path}: bytes {min(at, piece.start)}-{max(at, piece.start)} read "
                               f"{'twice' if piece.start < at else 'never'}")
             at = max(at, piece.end)
-        if path in landed and at != landed[path].stat().st_size:
-            faults.append(f"{path}: read up to byte {at} of {landed[path].stat().st_size}")
+        size = landed[path].stat().st_size if path in landed else at
+        if at != size:
+            faults.append(f"{path}: read up to byte {at} of {size}")
     return faults
 
 

@@ -46,6 +46,7 @@ from pyspark.sql.types import (
 from .catalog.model import Catalog, MessageDefinition
 from .catalog.normalize import protocol_family
 from .catalog.problems import CatalogError, Problem
+from .catalog.rules import SCHEMA_SLOTS
 from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_type
@@ -197,9 +198,17 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
     return MessageTable(message, StructType(fields), data_schema)
 
 
+def schema_problems(tables: Sequence[MessageTable]) -> list[Problem]:
+    """The data schemas that could not be derived (the payload kept as JSON text), as warnings
+    naming the file and the message."""
+    return [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
+                    t.schema["data"].metadata["catalake.schema_error"], "warning")
+            for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+
+
 def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
     """The data schemas that could not be derived, each naming the message and the reference."""
-    return [t.schema["data"].metadata["catalake.schema_error"] for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+    return [p.message for p in schema_problems(tables)]
 
 
 def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
@@ -211,7 +220,7 @@ def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[Messag
         try:
             tables.append(message_table(message, catalog, roots))
         except (ForbiddenReference, InvalidConstraint) as exc:
-            slot = next((k for k in ("dataschema", "dataschemauri", "dataschemaxid") if k in message.definition), "dataschema")
+            slot = next((k for k in SCHEMA_SLOTS if k in message.definition), "dataschema")
             rule = "schema-reference-forbidden" if isinstance(exc, ForbiddenReference) else "schema-constraint-invalid"
             forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", rule, str(exc)))
     if forbidden:

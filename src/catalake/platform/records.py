@@ -96,16 +96,26 @@ def batch_events(obj) -> list | None:
     return body if isinstance(body, list) else None
 
 
-def envelope_fault(rec: Record) -> str | None:
-    """What makes a CloudEvent invalid whatever its definition (CloudEvents 1.0, "Context
-    Attributes"): `id` and `source` MUST be non-empty; `time`, when present, MUST be an RFC 3339
-    timestamp (with its offset)."""
+def record_fault(rec: Record) -> tuple[str, str] | None:
+    """(dead-letter reason, detail) of a record no definition may take, whatever the catalog:
+    not an event; a CloudEvent without a core attribute, of another specversion, or invalid by
+    CloudEvents 1.0 "Context Attributes" (`id` and `source` MUST be non-empty; `time`, when
+    present, MUST be an RFC 3339 timestamp with its offset). None for any other record."""
+    if rec.kind == "not_an_event":
+        return "not_an_event", "neither a CloudEvent nor a protocol record"
+    if not rec.is_ce:
+        return None
+    missing = [a for a in CORE if rec.attrs.get(a) is None]
+    if missing:
+        return "missing_required_attribute", "missing CloudEvents attribute(s): " + ", ".join(missing)
+    if rec.attrs["specversion"] != "1.0":
+        return "unsupported_specversion", f"specversion {rec.attrs['specversion']} (1.0 is supported)"
     empty = [name for name in ("id", "source") if rec.attrs.get(name) == ""]
     if empty:
-        return "empty CloudEvents attribute(s): " + ", ".join(empty) + " (must be non-empty)"
+        return "invalid_attribute", "empty CloudEvents attribute(s): " + ", ".join(empty) + " (must be non-empty)"
     time = rec.attrs.get("time")
     if time is not None and rec.timestamp("ce:time") is None:
-        return f"time {time[:64]!r} is not an RFC 3339 timestamp with an offset (e.g. 2026-11-20T10:00:00Z)"
+        return "invalid_attribute", f"time {time[:64]!r} is not an RFC 3339 timestamp with an offset (e.g. 2026-11-20T10:00:00Z)"
     return None
 
 

@@ -20,11 +20,13 @@ from typing import Iterator
 
 import pyarrow.fs as pafs
 
+from .storage import filesystem_of
+
 RUNS_DIR = "_catalake/runs"
 
 
 def _folder(root: str) -> tuple[pafs.FileSystem, str]:
-    filesystem, base = pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    filesystem, base = filesystem_of(root)
     return filesystem, f"{base}/{RUNS_DIR}"
 
 

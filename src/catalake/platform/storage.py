@@ -129,7 +129,7 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
     table; the driver then moves each file into its partition folder and reads its footer for
     the row count. No row passes through the driver."""
-    filesystem, base = _filesystem(root)
+    filesystem, base = filesystem_of(root)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = df.write.mode("overwrite").option("compression", "zstd")
     if partition_by:
@@ -158,13 +158,13 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     return written
 
 
-def _filesystem(root: str):
+def filesystem_of(root: str):
     """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
     return pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
 
 
 def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
-    filesystem, base = _filesystem(root)
+    filesystem, base = filesystem_of(root)
     for f in files:
         try:
             filesystem.delete_file(f"{base}/{f.path}")
@@ -178,7 +178,7 @@ class PartFiles:
     are invisible to every reader until the driver commits them (`DeltaStore.commit_partition`)."""
 
     def __init__(self, warehouse: str, day, prefix: str):
-        self.filesystem, self.base = _filesystem(warehouse)
+        self.filesystem, self.base = filesystem_of(warehouse)
         self.folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
         self.prefix = prefix
         self.files: dict[str, list] = {}  # table -> [[path relative to the table, size, rows], ...]
@@ -399,7 +399,7 @@ class DeltaStore:
         folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
         prefix = f"part-{run}-"
         for name in names:
-            filesystem, base = _filesystem(f"{self.path(name)}/{folder}")
+            filesystem, base = filesystem_of(f"{self.path(name)}/{folder}")
             if filesystem.get_file_info(base).type != pafs.FileType.Directory:
                 continue
             mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base)) if i.base_name.startswith(prefix)]
