@@ -81,7 +81,8 @@ def test_extends_puts_base_properties_first():
                               "Car": {"type": "object", "$extends": "#/definitions/Base", "properties": {"wheels": {"type": "int8"}}}},
               "$root": "#/definitions/Car"}
     dtype, _ = json_structure_to_spark(schema)
-    assert dtype == StructType([StructField("id", StringType(), False), StructField("wheels", ByteType(), True)])
+    assert [(f.name, f.dataType, f.nullable) for f in dtype.fields] == [("id", StringType(), False), ("wheels", ByteType(), True)]
+    assert dtype["id"].metadata == {"catalake.format": "uuid"}
 
 
 def test_type_name_picks_a_definition():

@@ -238,6 +238,8 @@ class TableSpec:
             return (None, True) if value is MISSING else (value, False)
         if rec.data is MISSING:
             return None, rec.data_b64 is not None
+        if rec.payload_error is not None:
+            return None, True
         return rec.data, False
 
     def jsonschema_errors(self, value) -> list[tuple[str, str]]:
@@ -467,7 +469,7 @@ class Classifier:
         if not checked.kept:
             spec.suite.rejected += 1
         if checked.undecodable:
-            self.deadletter("malformed_payload", "the payload cannot be decoded", source_file, line, raw, rec, candidates)
+            self.deadletter("malformed_payload", rec.payload_error or "the payload cannot be decoded", source_file, line, raw, rec, candidates)
         elif not checked.kept:
             detail, broken = failure_detail(checked.type_errors, checked.failed, MAX_ERRORS)
             self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)

@@ -20,7 +20,10 @@ Rules (each a named function below, with the spec section it implements):
   `datacontenttype` carries JSON (CloudEvents JSON format), so it counts as `application/json`.
   A `timestamp` declaration's `value` is a creation-time default (spec "value"), and a
   `dataschema` value pointing into the catalog's own registry is not sent by producers: neither
-  is used as a filter.
+  is used as a filter. A timestamp `value` that is a template (`{view_date}T00:00:00Z`) is
+  matched like any template, on the attribute's text as sent: its placeholders get their
+  values. A binding's delivery settings (MQTT qos/retain/expiry, AMQP header) are never
+  filters (protocols.py).
 * rule_attribute_type: declared types are checked (spec "Type System": integer, boolean,
   timestamp (RFC 3339), uri, urireference, binary; string and uritemplate accept any text).
 * rule_protocol: a definition with a protocol matches only records of that protocol (and
@@ -41,6 +44,7 @@ from uritemplate import URITemplate
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
 from .jsonvalues import INTEGER_TEXT, media_type
+from .protocols import BY_FAMILY
 from .records import Record
 
 LOOSE = "(.+?)"
@@ -114,7 +118,7 @@ def _check(key: str, decl: dict, strict: bool) -> Check | None:
     value = _text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
-    if kind == "timestamp":
+    if kind == "timestamp" and (value is None or "{" not in value):
         value = None  # a timestamp `value` is what producers fill in at creation (spec "value"), not a filter
     if key == "ce:dataschema" and registry_reference(value):
         return None
@@ -127,9 +131,13 @@ def _check(key: str, decl: dict, strict: bool) -> Check | None:
     return Check(key, value, regex, tuple(names), required, kind)
 
 
-def _option_checks(options: dict, strict: bool) -> list[Check]:
+def _option_checks(options: dict, strict: bool, delivery: frozenset[str] = frozenset()) -> list[Check]:
+    """The checks of a definition's protocol options, but for the binding's delivery settings
+    (protocols.py: values a broker may change, never a filter)."""
     checks = []
     for name, opt in options.items():
+        if name in delivery:
+            continue
         if isinstance(opt, list):  # list sections (HTTP/NATS headers, MQTT user properties)
             entries = [(e.get("name"), e) for e in opt if isinstance(e, dict) and e.get("name")]
         elif isinstance(opt, dict) and opt and "value" not in opt and all(isinstance(v, dict) for v in opt.values()):
@@ -187,7 +195,9 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
                 checks += [check] if check and not _guaranteed(check) else []
     family = protocol_family(message.protocol)
     family = None if family in (None, "NONE") else family
-    checks += _option_checks(message.protocol_options, strict) if family else []
+    binding = BY_FAMILY.get(family or "")
+    delivery = binding.delivery_options if binding is not None else frozenset()
+    checks += _option_checks(message.protocol_options, strict, delivery) if family else []
     version = message.protocol.partition("/")[2] if family and message.protocol else ""
     return Definition(idx, message.xid, family, version or None, is_ce, tuple(message.base_chain), tuple(checks),
                       tuple(c for c in checks if c.regex is not None and c.names))

@@ -49,7 +49,7 @@ from .catalog.problems import CatalogError, Problem
 from .catalog.rules import SCHEMA_SLOTS
 from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
-from .schemas.derive import spark_type
+from .schemas.derive import spark_field
 from .schemas.json_schema import InvalidConstraint, SchemaError
 from .schemas.references import DataSchema, ForbiddenReference, resolve_data_schema
 from .schemas.unions import JSON_STRING
@@ -173,9 +173,10 @@ def data_column(message: MessageDefinition, data_schema: DataSchema | None) -> S
         return StructField("data", StringType(), True, _meta("Payload as JSON text (the definition declares no data schema).", extra=JSON_STRING))
     if data_schema.family == "xsd":
         return StructField("data", StringType(), True, _meta(f"Payload as XML text ({data_schema.reference or 'inline XSD'}).", extra={"catalake.xml": True}))
-    dtype, nullable = spark_type(data_schema)
+    dtype, nullable, meta = spark_field(data_schema)
     where = data_schema.reference or "inline schema"
-    return StructField("data", relax(dtype), True, _meta(f"Payload, typed from {data_schema.format or data_schema.family} {where}.", not nullable))
+    return StructField("data", relax(dtype), True, _meta(f"Payload, typed from {data_schema.format or data_schema.family} {where}.",
+                                                         not nullable, meta))
 
 
 def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[Path]) -> MessageTable:

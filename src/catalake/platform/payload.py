@@ -9,7 +9,7 @@ A value of the wrong kind is typed as null and reported (rule `type`); the row t
 expectations exactly as it would to Great Expectations (quality.py evaluates the suite's
 expectations on these typed values). The value constraints carried in the column metadata
 (`catalake.check`: enum/const, minimum/maximum and exclusive forms, minLength/maxLength,
-pattern, minItems/maxItems, closed objects) are checked here only where no expectation of the
+pattern, minItems/maxItems, unique items, closed objects) are checked here only where no expectation of the
 suite covers them: inside arrays and maps, on a payload that is not an object, and `closed`
 objects. `format` is an annotation (a WARN expectation), never a reason to reject here.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from typing import Any, Callable
 
 import orjson
@@ -62,7 +63,19 @@ PYTHON_KEYWORDS = {
     "unevaluatedProperties", "unevaluatedItems", "prefixItems", "additionalItems", "minContains", "maxContains",
 }
 INTEGER_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
+INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] int`
+# JSON Structure string types with a syntax (core, "Primitive types"): a value without it is
+# not of the type
+SYNTAX = {
+    "uuid": re.compile(FORMATS["uuid"][1:-1]),
+    "uri": re.compile(r"[^\s<>\"{}|\\^`]*"),  # RFC 3986 uri-reference: no character it excludes
+    "jsonpointer": re.compile(r"(/([^~/]|~[01])*)*"),  # RFC 6901
+    "time": re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?"),  # RFC 3339 partial/full-time
+    "duration": re.compile(r"P(?!$)((\d+Y)?(\d+M)?(\d+W)?(\d+D)?)(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?"),  # RFC 3339 appendix A
+}
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+# the default context holds 28 digits; a decimal(38, s) column holds 38
+WIDE = decimal.Context(prec=80)
 EPOCH_DAY = dt.date(1970, 1, 1)
 
 Errors = list  # of (rule id, message)
@@ -120,6 +133,15 @@ def _comparable(v) -> bool:
 
 def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
     unit = meta.get("catalake.unit")
+    if isinstance(dtype, StringType) and meta.get("catalake.format") in SYNTAX:
+        syntax, name = SYNTAX[meta["catalake.format"]], meta["catalake.format"]
+        bad = _type_error(path, f"is not a {name!r}")
+
+        def formatted(v, errors):
+            if isinstance(v, str) and syntax.fullmatch(v):
+                return v
+            bad(v, errors)
+        return formatted
     if isinstance(dtype, StringType):
         bad = _type_error(path, "is not of type 'string'")
 
@@ -128,15 +150,8 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
                 return v
             bad(v, errors)
         return string
-    if type(dtype) in INTEGER_BITS:
-        limit = 1 << (INTEGER_BITS[type(dtype)] - 1)
-        bad = _type_error(path, "is not of type 'integer'")
-
-        def integer(v, errors):
-            if _is_int(v) and -limit <= v < limit:
-                return v
-            bad(v, errors)
-        return integer
+    if type(dtype) in INTEGER_BITS or meta.get("catalake.range"):
+        return _integer(dtype, meta, path)
     if isinstance(dtype, (DoubleType, FloatType)):
         bad = _type_error(path, "is not of type 'number'")
 
@@ -152,7 +167,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
         def decimal_(v, errors):
             if _is_number(v) or isinstance(v, str):
                 try:
-                    value = decimal.Decimal(str(v)).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+                    value = decimal.Decimal(str(v)).quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
                     if value.is_finite() and len(value.as_tuple().digits) <= digits:
                         return value
                 except (decimal.InvalidOperation, ValueError):
@@ -210,6 +225,28 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
     return lambda v, errors: orjson.dumps(v).decode()
 
 
+def _integer(dtype: DataType, meta: dict, path: str) -> Node:
+    """An integer within its type's range (`catalake.range`, else the Spark type's bits); a
+    string-encoded type (`catalake.encoding: string`, JSON Structure int64 & co) takes its
+    decimal text as well as a JSON number."""
+    bits = INTEGER_BITS.get(type(dtype), 0)
+    low, high = meta.get("catalake.range") or (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    text = meta.get("catalake.encoding") == "string"
+    as_decimal = isinstance(dtype, DecimalType)
+    if as_decimal:  # wider than the column can hold: the column's digits decide
+        digits = 10 ** dtype.precision - 1
+        low, high = max(low, -digits), min(high, digits)
+    bad = _type_error(path, "is not of type 'integer'" if not meta.get("catalake.range") else f"is not an integer in [{low}, {high}]")
+
+    def integer(v, errors):
+        if text and isinstance(v, str) and INTEGER_TEXT.fullmatch(v):
+            v = int(v)
+        if _is_int(v) and low <= v <= high:
+            return decimal.Decimal(v) if as_decimal else v
+        bad(v, errors)
+    return integer
+
+
 def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any], str | None]]:
     """Checks of a typed value against `catalake.check` rules: each returns a message or None."""
     checks = []
@@ -254,6 +291,8 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
         if _is_int(rules.get("maxItems")):
             m = rules["maxItems"]
             add("items", lambda v: len(v) > m, lambda v: f"{path}: has more than {m} items")
+    if isinstance(dtype, ArrayType) and rules.get("unique") is True:
+        add("unique", lambda v: len({shown(x) for x in v}) < len(v), lambda v: f"{path}: has repeated items")
     return checks
 
 
@@ -267,9 +306,9 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
     elif isinstance(dtype, StructType):
         node = _struct(dtype, meta, path, covered)
     elif isinstance(dtype, ArrayType):
-        node = _array(dtype, path)
+        node = _array(dtype, meta, path)
     elif isinstance(dtype, MapType):
-        node = _map(dtype, path)
+        node = _map(dtype, meta, path)
     else:
         node = _scalar(dtype, meta, path)
     checks = [c for c in _constraints(dtype, meta.get("catalake.check") or {}, path) if c[0] not in covered]
@@ -293,7 +332,8 @@ def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -
         child = f"{path}.{f.name}"
         required = (f.metadata.get("catalake.required") or not f.nullable) and f"{child}:required" not in covered
         missing = (f"{child}:required", f"{child}: is a required property") if required else None
-        fields.append((f.name, compile_node(f.dataType, f.metadata, child, covered), missing))
+        wire = f.metadata.get("catalake.wire", f.name)  # an alternate JSON name (JSON Structure altnames)
+        fields.append((f.name, wire, compile_node(f.dataType, f.metadata, child, covered), missing))
     closed = (meta.get("catalake.check") or {}).get("closed")
     allowed = frozenset(closed or ())
     bad = _type_error(path, "is not of type 'object'")
@@ -303,8 +343,8 @@ def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -
             bad(v, errors)
             return None
         out = {}
-        for name, node, missing in fields:
-            x = v.get(name)
+        for name, wire, node, missing in fields:
+            x = v.get(wire)
             if x is None:
                 out[name] = None
                 if missing:
@@ -318,10 +358,10 @@ def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -
     return struct
 
 
-def _elements(dtype: DataType, path: str, inner: str, what: str) -> Callable[[Any, Errors], Any]:
-    """One array element / map value (at `inner`) checked on its own: a failure is one error of
-    the container at `path`."""
-    node = compile_node(dtype, {}, inner)
+def _elements(dtype: DataType, meta: dict, path: str, inner: str, what: str) -> Callable[[Any, Errors], Any]:
+    """One array element / map value (at `inner`, with its own metadata) checked on its own: a
+    failure is one error of the container at `path`."""
+    node = compile_node(dtype, meta, inner)
 
     def element(x, bad: list):
         if x is None:
@@ -335,8 +375,8 @@ def _elements(dtype: DataType, path: str, inner: str, what: str) -> Callable[[An
     return element
 
 
-def _array(dtype: ArrayType, path: str) -> Node:
-    element = _elements(dtype.elementType, path, f"{path}[]", "an item")
+def _array(dtype: ArrayType, meta: dict, path: str) -> Node:
+    element = _elements(dtype.elementType, meta.get("catalake.items") or {}, path, f"{path}[]", "an item")
     bad = _type_error(path, "is not of type 'array'")
 
     def array(v, errors):
@@ -351,8 +391,8 @@ def _array(dtype: ArrayType, path: str) -> Node:
     return array
 
 
-def _map(dtype: MapType, path: str) -> Node:
-    value = _elements(dtype.valueType, path, f"{path}{{}}", "a value")
+def _map(dtype: MapType, meta: dict, path: str) -> Node:
+    value = _elements(dtype.valueType, meta.get("catalake.values") or {}, path, f"{path}{{}}", "a value")
     bad = _type_error(path, "is not of type 'object'")
 
     def mapping(v, errors):

@@ -56,6 +56,10 @@ class Binding:
     map_options: frozenset[str] = frozenset()
     list_options: frozenset[str] = frozenset()
     option_renames: tuple[tuple[str, str], ...] = ()  # spellings found in catalogs -> the spec's
+    # options (or option sections) that are delivery settings, not part of the message: a broker
+    # may change them in transit, so a declared value describes the producer and never decides
+    # a match (the matcher skips them); see each binding for the spec's reasons
+    delivery_options: frozenset[str] = frozenset()
 
 
 def http_header_value(value: str) -> str:
@@ -140,8 +144,15 @@ MQTT = Binding(
     ),
     options=lambda rec, h, p: {"topic_name": as_text(rec.get("topic_name")), "qos": as_text(as_int(rec.get("qos"), 32)),
                                "retain": as_text(_bool(rec.get("retain"))), "content_type": as_text(rec.get("content_type")),
-                               "user_properties": h},
+                               "user_properties": h, "payload_format": as_text(as_int(rec.get("payload_format_indicator"), 32)),
+                               "response_topic": as_text(rec.get("response_topic")),
+                               "correlation_data": as_text(rec.get("correlation_data"))},
     list_options=frozenset({"user_properties"}), option_renames=(("topic", "topic_name"),),
+    # MQTT 5.0: a subscriber gets the minimum of the published and the subscription QoS (4.3),
+    # RETAIN is set only when a retained message is sent on subscribing (3.3.1.3), the Message
+    # Expiry Interval is forwarded minus the time waited in the server (3.3.2.3.3), and a Topic
+    # Alias replaces the topic name per connection (3.3.2.3.4). The rest is forwarded unaltered.
+    delivery_options=frozenset({"qos", "retain", "message_expiry_interval", "topic_alias"}),
 )
 
 AMQP = Binding(
@@ -163,6 +174,10 @@ AMQP = Binding(
                                "message_annotations": name_value_map(rec.get("message_annotations")) or {},
                                "header": name_value_map(rec.get("header")) or {}},
     map_options=frozenset({"properties", "application_properties", "message_annotations", "delivery_annotations", "header", "footer"}),
+    # AMQP 1.0 3.2.1: the header carries "transport headers" (durable, priority, ttl,
+    # first-acquirer, delivery-count: set or changed by intermediaries); 3.2.2: delivery
+    # annotations are for one hop only
+    delivery_options=frozenset({"header", "delivery_annotations"}),
 )
 
 HTTP = Binding(

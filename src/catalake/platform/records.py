@@ -36,7 +36,7 @@ CORE = ("id", "source", "type", "specversion")
 
 class Record:
     __slots__ = ("kind", "binding", "raw", "headers", "props", "protocol", "is_structured", "attrs", "content_type",
-                 "data", "data_b64", "address", "fields", "_times")
+                 "data", "data_b64", "address", "fields", "_times", "payload_error")
 
     def __init__(self, kind: str, binding: Binding | None = None, raw: dict | None = None):
         self.kind, self.binding, self.raw = kind, binding, raw
@@ -48,6 +48,7 @@ class Record:
         self.content_type = None
         self.data = MISSING
         self.data_b64 = None
+        self.payload_error: str | None = None  # why a JSON payload's text does not decode
         self.address = None
         self.fields: dict = {}
         self._times: dict = {}
@@ -127,6 +128,27 @@ def decode_payload(value):
         except orjson.JSONDecodeError:
             return value
     return value
+
+
+def json_content(content_type: str | None) -> bool:
+    """No content type, or a JSON one (`application/json`, `*+json`; landing-zone.md)."""
+    if content_type is None:
+        return True
+    head = content_type.split(";", 1)[0].strip().lower()
+    return head == "application/json" or head.endswith("+json")
+
+
+def payload_error(value, content_type: str | None) -> str | None:
+    """Why a protocol payload that is JSON text (an object or array, with a JSON content type or
+    none) does not decode: a message cut off in transit is a malformed payload, not a string
+    the schema then refuses."""
+    if not (isinstance(value, str) and value.lstrip()[:1] in ("{", "[") and json_content(content_type)):
+        return None
+    try:
+        orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        return f"the payload is not JSON: {exc}"
+    return None
 
 
 def _structured_attrs(event: dict) -> dict:
@@ -221,6 +243,8 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
         rec.attrs = attrs
     rec.content_type = attrs.get("datacontenttype", content_type) if rec.attrs else content_type
     rec.data = decode_payload(payload) if payload is not MISSING else MISSING
+    if isinstance(rec.data, str):
+        rec.payload_error = payload_error(rec.data, rec.content_type)
     rec.data_b64 = as_text(obj.get(binding.base64_member)) if binding.base64_member else None
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.sql.types import DataType
 
 from .avro import avro_to_spark, named_type
-from .json_schema import SchemaError, json_schema_to_spark
-from .json_structure import json_structure_to_spark
+from .json_schema import SchemaError, json_schema_field
+from .json_structure import json_structure_field
 from .protobuf import protobuf_to_spark
 from .references import DataSchema
 
@@ -21,15 +21,21 @@ def _avro(schema: DataSchema) -> tuple[DataType, bool]:
 
 def spark_type(schema: DataSchema) -> tuple[DataType, bool]:
     """(type, nullable) of the payload; a SchemaError names the message and what is not mapped."""
+    dtype, nullable, _ = spark_field(schema)
+    return dtype, nullable
+
+
+def spark_field(schema: DataSchema) -> tuple[DataType, bool, dict]:
+    """(type, nullable, the payload's own metadata: its root checks)."""
     try:
         if schema.family == "jsonschema":
-            return json_schema_to_spark(schema.content, document=schema.document)
+            return json_schema_field(schema.content, document=schema.document)
         if schema.family == "jsonstructure":
-            return json_structure_to_spark(schema.content, schema.document, schema.type_name)
+            return json_structure_field(schema.content, schema.document, schema.type_name)
         if schema.family == "avro":
-            return _avro(schema)
+            return (*_avro(schema), {})
         if schema.family == "protobuf":
-            return protobuf_to_spark(schema.content, schema.type_name)
+            return (*protobuf_to_spark(schema.content, schema.type_name), {})
     except SchemaError as exc:
         if schema.message in str(exc):
             raise

@@ -192,7 +192,8 @@ class _Mapper:
             dtype, meta = self.object(schema, resolver, seen, depth)
             return dtype, nullable, meta
         if kind == "array":
-            return self.array(schema, resolver, seen, depth), nullable, {}
+            dtype, meta = self.array(schema, resolver, seen, depth)
+            return dtype, nullable, meta
         if kind == "string":
             fmt = schema.get("format")
             return (TimestampType() if fmt == "date-time" else DateType() if fmt == "date" else StringType()), nullable, {}
@@ -230,8 +231,8 @@ class _Mapper:
             patterns = list((schema.get("patternProperties") or {}).values())
             value_schema = extra if isinstance(extra, dict) else patterns[0] if len(patterns) == 1 else None
             if value_schema is not None:
-                vtype, _, _ = self.map(value_schema, resolver, seen, depth + 1)
-                return MapType(StringType(), vtype, True), {}
+                vtype, _, vmeta = self.map(value_schema, resolver, seen, depth + 1)
+                return MapType(StringType(), vtype, True), {"catalake.values": vmeta} if vmeta else {}
             return StringType(), dict(JSON_STRING)  # open object without properties: kept as JSON text
         required = set(schema.get("required") or [])
         fields = []
@@ -243,14 +244,15 @@ class _Mapper:
             fields.append(StructField(name, dtype, nullable or name not in required, meta))
         return StructType(fields), {}
 
-    def array(self, schema: dict, resolver, seen, depth) -> DataType:
+    def array(self, schema: dict, resolver, seen, depth) -> tuple[DataType, dict]:
+        """The array type, and its items' metadata (`catalake.items`: their checks)."""
         items = schema.get("items")
         if isinstance(items, list) or "prefixItems" in schema:
-            return StringType()  # tuples have no Spark equivalent: JSON text
+            return StringType(), dict(JSON_STRING)  # tuples have no Spark equivalent: JSON text
         if items is None:
-            return ArrayType(StringType(), True)
-        dtype, _, _ = self.map(items, resolver, seen, depth + 1)
-        return ArrayType(dtype, True)
+            return ArrayType(StringType(), True), {"catalake.items": dict(JSON_STRING)}
+        dtype, _, meta = self.map(items, resolver, seen, depth + 1)
+        return ArrayType(dtype, True), {"catalake.items": meta} if meta else {}
 
     def union(self, members: list, parent: dict, resolver, seen, depth) -> tuple[DataType, bool, dict]:
         nullable = False
@@ -283,7 +285,18 @@ def json_schema_to_spark(
     base_uri: str = "urn:catalake:data-schema",
     document: dict | None = None,
 ) -> tuple[DataType, bool]:
-    """The Spark type of values valid against `schema`, and whether the value itself may be null.
+    dtype, nullable, _ = json_schema_field(schema, registry, base_uri, document)
+    return dtype, nullable
+
+
+def json_schema_field(
+    schema: dict,
+    registry: Registry | None = None,
+    base_uri: str = "urn:catalake:data-schema",
+    document: dict | None = None,
+) -> tuple[DataType, bool, dict]:
+    """The Spark type of values valid against `schema`, whether the value itself may be null,
+    and the value's own metadata (its checks: a closed root object, a root enum, ...).
 
     `registry` holds the other documents `$ref` may point to (e.g. every JSON schema of the
     catalog's schema registry, under their `$id`s); `schema` is added to it under `base_uri`
@@ -298,5 +311,4 @@ def json_schema_to_spark(
         base_uri = root["$id"]
     registry = registry.with_resource(base_uri, resource(root) if isinstance(root, dict) else DRAFT7.create_resource(root))
     mapper = _Mapper(registry, base_uri)
-    dtype, nullable, _ = mapper.map(schema, registry.resolver(base_uri), (), 0)
-    return dtype, nullable
+    return mapper.map(schema, registry.resolver(base_uri), (), 0)

@@ -5,17 +5,31 @@ No maintained Python library maps JSON Structure yet, so the mapping is written 
 Primitives: string, uri, uuid, jsonpointer, time, duration -> string; boolean -> boolean;
 number, double -> double; float, float8 -> float; int8 -> byte; uint8, int16 -> short;
 uint16, int32 -> int; uint32, int64, integer -> long; uint64 -> decimal(20,0);
-int128, uint128 -> decimal(38,0); decimal -> decimal(precision, scale) (defaults 38, 18);
-date -> date; datetime, timestamp -> timestamp; binary -> binary; null -> string;
+int128, uint128 -> decimal(38,0); decimal -> decimal(precision, scale) (the spec's defaults:
+34, 7); date -> date; datetime, timestamp -> timestamp; binary -> binary; null -> string;
 any -> JSON string.
+
+What the payload typing (payload.py) needs to check a value beyond its Spark type rides in the
+field metadata, like the JSON Schema mapping's: `catalake.encoding: "string"` for the types the
+spec encodes as JSON strings (int64, uint64, int128, uint128, decimal; a JSON number is taken
+too), `catalake.range` for integers whose Spark type is wider than theirs (unsigned ones),
+`catalake.format` for the string types with a syntax (uuid, uri, jsonpointer, time, duration),
+`catalake.check` for the validation keywords (enum, const, pattern, minimum/maximum and their
+exclusive forms, minLength/maxLength, minItems/maxItems, uniqueItems and the `set` type as
+`unique`, and `additionalProperties: false` as a closed object), `catalake.items` / `catalake.values` for the metadata of an array's
+items / a map's values, and `catalake.wire` for a property whose JSON name differs from its schema
+name (`altnames: {"json": ...}`): the column keeps the schema name, the record's key is the
+wire name.
 Compounds: object -> struct (`required` members non-nullable; `$extends` bases' properties
-first); array, set -> array; map -> map<string, values>; tuple -> JSON string; choice ->
+first, the first base winning a name); array, set -> array; map -> map<string, values>;
+tuple -> JSON string; choice ->
 a struct with one nullable field per choice (the tagged JSON form `{"<choice>": {...}}`), or,
 with a `selector`, one struct of every choice's properties plus the selector.
 `type` may be a name, a `{"$ref": "#/definitions/..."}` or a union list: null members make it
 nullable, one member left is that member, several follow the JSON Schema union rule (structs
 merge, numbers widen to double, otherwise a JSON string). A type that refers to itself is cut
 into a JSON string column. `definitions` may nest namespaces; `$root` names the root type.
+An `abstract` type is no data schema (core, "The abstract keyword"): a SchemaError.
 """
 
 from __future__ import annotations
@@ -43,7 +57,7 @@ from pyspark.sql.types import (
 )
 
 from ..catalog.problems import split_pointer
-from .json_schema import SchemaError
+from .json_schema import BOUNDS, SchemaError, constraints
 from .unions import JSON_STRING, union_type
 
 PRIMITIVES: dict[str, DataType] = {
@@ -55,6 +69,57 @@ PRIMITIVES: dict[str, DataType] = {
     "uint64": DecimalType(20, 0), "int128": DecimalType(38, 0), "uint128": DecimalType(38, 0),
     "date": DateType(), "datetime": TimestampType(), "timestamp": TimestampType(), "binary": BinaryType(),
 }
+STRING_ENCODED = frozenset({"int64", "uint64", "int128", "uint128", "decimal"})
+# integer types whose Spark type holds values outside their range
+RANGES = {"uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
+          "int128": (-2**127, 2**127 - 1), "uint128": (0, 2**128 - 1)}
+FORMATTED = frozenset({"uuid", "uri", "jsonpointer", "time", "duration"})
+# JSON Structure validation (json-structure/validation): the keywords checked natively
+KEYWORDS = ("enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+            "minLength", "maxLength", "pattern", "minItems", "maxItems")
+DECIMAL_DEFAULTS = (34, 7)  # core, "decimal": the precision and scale of IEEE 754 decimal128
+
+
+def primitive_metadata(type_: str) -> dict:
+    """What a value of a primitive type must be beyond its Spark type (see the module doc)."""
+    meta: dict = {}
+    if type_ in STRING_ENCODED:
+        meta["catalake.encoding"] = "string"
+    if type_ in RANGES:
+        meta["catalake.range"] = list(RANGES[type_])
+    if type_ in FORMATTED:
+        meta["catalake.format"] = type_
+    return meta
+
+
+def _number(value):
+    """A bound of a string-encoded type is written as a string too (`"minimum": "0"`)."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return value  # left for constraints() to refuse
+    return value
+
+
+def structure_constraints(schema: dict) -> dict:
+    """The validation keywords of one schema node, as the platform's `catalake.check`
+    (validated like JSON Schema's: an impossible value is a catalog error)."""
+    picked = {k: _number(schema[k]) if k in BOUNDS else schema[k] for k in KEYWORDS if k in schema}
+    checks = constraints(picked) if picked else {}
+    if schema.get("uniqueItems") is True or schema.get("type") == "set":
+        checks["unique"] = True
+    return checks
+
+
+def wire_name(name: str, prop) -> str:
+    """The JSON key of a property (alternate-names: the `json` altname), else its name."""
+    alt = prop.get("altnames") if isinstance(prop, dict) else None
+    wire = alt.get("json") if isinstance(alt, dict) else None
+    return wire if isinstance(wire, str) and wire else name
 
 
 class _Mapper:
@@ -100,17 +165,20 @@ class _Mapper:
         if type_ == "null":
             return StringType(), True, {}
         if type_ == "decimal":
-            return DecimalType(int(schema.get("precision", 38)), int(schema.get("scale", 18))), False, {}
+            precision, scale = DECIMAL_DEFAULTS
+            return (DecimalType(int(schema.get("precision", precision)), int(schema.get("scale", scale))), False,
+                    primitive_metadata(type_))
         if type_ in PRIMITIVES:
-            return PRIMITIVES[type_], False, {}
-        if type_ in ("object", "abstract"):
-            return self.object(schema, stack), False, {}
+            return PRIMITIVES[type_], False, primitive_metadata(type_)
+        if type_ == "object":
+            dtype, meta = self.object(schema, stack)
+            return dtype, meta == JSON_STRING, meta
         if type_ in ("array", "set"):
-            dtype, _, _ = self.map_member(schema.get("items", {"type": "any"}), stack)
-            return ArrayType(dtype, True), False, {}
+            dtype, _, meta = self.map_member(schema.get("items", {"type": "any"}), stack)
+            return ArrayType(dtype, True), False, {"catalake.items": meta} if meta else {}
         if type_ == "map":
-            dtype, _, _ = self.map_member(schema.get("values", {"type": "any"}), stack)
-            return MapType(StringType(), dtype, True), False, {}
+            dtype, _, meta = self.map_member(schema.get("values", {"type": "any"}), stack)
+            return MapType(StringType(), dtype, True), False, {"catalake.values": meta} if meta else {}
         if type_ == "choice":
             return self.choice(schema, stack), False, {}
         if type_ in ("tuple", "any", None):
@@ -128,10 +196,17 @@ class _Mapper:
     def map(self, schema: dict, stack: tuple[int, ...]) -> tuple[DataType, bool, dict]:
         if id(schema) in stack:
             return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+        if schema.get("abstract") is True:
+            raise SchemaError(f"the abstract type {schema.get('name') or ''!r} is used as a type; "
+                              "abstract types are only bases of $extends")
         stack = stack + (id(schema),)
         if "type" not in schema and "$root" in schema:
             return self.map(self.lookup(schema["$root"]), stack)
-        return self.map_type(schema.get("type"), schema, stack)
+        dtype, nullable, meta = self.map_type(schema.get("type"), schema, stack)
+        checks = structure_constraints(schema)
+        if checks and "catalake.json" not in meta:
+            meta = {**meta, "catalake.check": {**meta.get("catalake.check", {}), **checks}}
+        return dtype, nullable, meta
 
     def properties(self, schema: dict, stack) -> tuple[dict, set]:
         props: dict = {}
@@ -139,7 +214,8 @@ class _Mapper:
         bases = schema.get("$extends")
         for base_ref in bases if isinstance(bases, list) else [bases] if bases else []:
             base_props, base_required = self.properties(self.lookup(base_ref), stack)
-            props.update(base_props)
+            for name, prop in base_props.items():
+                props.setdefault(name, prop)  # the first base's property wins (core, "$extends")
             required |= base_required
         props.update(schema.get("properties") or {})
         req = schema.get("required") or []
@@ -147,20 +223,23 @@ class _Mapper:
         required |= {r for r in req if isinstance(r, str)}
         return props, required
 
-    def object(self, schema: dict, stack) -> DataType:
+    def object(self, schema: dict, stack) -> tuple[DataType, dict]:
         props, required = self.properties(schema, stack)
         if not props:
             extra = schema.get("additionalProperties")
             if isinstance(extra, dict):
-                return MapType(StringType(), self.map_member(extra, stack)[0], True)
-            return StringType()
+                return MapType(StringType(), self.map_member(extra, stack)[0], True), {}
+            return StringType(), dict(JSON_STRING)
         fields = []
         for name, prop in props.items():
             dtype, nullable, meta = self.map_member(prop, stack)
             if isinstance(prop, dict) and prop.get("description"):
                 meta = {**meta, "comment": prop["description"]}
+            if wire_name(name, prop) != name:
+                meta = {**meta, "catalake.wire": wire_name(name, prop)}
             fields.append(StructField(name, dtype, nullable or name not in required, meta))
-        return StructType(fields)
+        closed = {"closed": sorted(wire_name(n, p) for n, p in props.items())} if schema.get("additionalProperties") is False else {}
+        return StructType(fields), {"catalake.check": closed} if closed else {}
 
     def choice(self, schema: dict, stack) -> DataType:
         choices = schema.get("choices") or {}
@@ -184,8 +263,9 @@ class _Mapper:
         return dtype, nullable or meta == JSON_STRING, meta
 
 
-def json_structure_to_spark(schema: dict, document: dict | None = None, type_name: str | None = None) -> tuple[DataType, bool]:
-    """The Spark type of values of a JSON Structure schema, and whether the value may be null.
+def json_structure_field(schema: dict, document: dict | None = None, type_name: str | None = None) -> tuple[DataType, bool, dict]:
+    """The Spark type of values of a JSON Structure schema, whether the value may be null, and
+    the value's own metadata (its checks: a closed root object, a root enum, ...).
 
     `document` is what `#` refers to when `schema` is a part of it; `type_name` picks a named
     definition (the `:TypeName` form of a reference).
@@ -195,5 +275,9 @@ def json_structure_to_spark(schema: dict, document: dict | None = None, type_nam
     mapper = _Mapper(document if isinstance(document, dict) else schema)
     if type_name:
         schema = mapper.find_named(type_name)
-    dtype, nullable, _ = mapper.map(schema, ())
+    return mapper.map(schema, ())
+
+
+def json_structure_to_spark(schema: dict, document: dict | None = None, type_name: str | None = None) -> tuple[DataType, bool]:
+    dtype, nullable, _ = json_structure_field(schema, document, type_name)
     return dtype, nullable
