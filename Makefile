@@ -4,19 +4,31 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast dev validate clean prerequisites
+.PHONY: demo test test-fast dev validate clean prerequisites browser
 
 prerequisites:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "catalake needs Python 3.11, found " + sys.version.split()[0]'
 	@command -v java >/dev/null || { echo "catalake needs Java 17 (OpenJDK) on PATH for Spark"; exit 1; }
+	@command -v npm >/dev/null || { echo "catalake needs npm (Node.js) to install the data docs' JS/CSS"; exit 1; }
 
 # The environment, from the project's own files: exact pins in constraints.txt.
-$(BIN)/.installed: pyproject.toml constraints.txt
+# The data docs' JS/CSS come from npm (exact versions in web/package-lock.json) into the package,
+# so the docs render offline (src/catalake/platform/webassets.py).
+$(BIN)/.installed: pyproject.toml constraints.txt web/package-lock.json
 	$(MAKE) prerequisites
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	cd web && npm ci --silent
+	$(BIN)/python -m catalake.platform.webassets web/node_modules
 	touch $@
+
+# The offline data docs test drives Debian's chromium (headless, no network): installed here when
+# missing and we may (root); otherwise that one test says how to install it and is skipped.
+browser:
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }; }
 
 demo: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)
@@ -31,7 +43,7 @@ demo: $(BIN)/.installed
 	@echo "See the runs, partitions, row counts and the conservation check in the Dagster UI:"
 	@echo "  make dev, then http://127.0.0.1:3000"
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed browser
 	$(BIN)/python -m pytest
 
 # the pure Python tier (no JVM): under two minutes, run it often
@@ -47,4 +59,4 @@ validate: $(BIN)/.installed
 	$(BIN)/catalake catalog validate src/catalake/demo/catalog
 
 clean:
-	rm -rf $(VENV) warehouse .dagster_home .pytest_cache
+	rm -rf $(VENV) warehouse .dagster_home .pytest_cache web/node_modules src/catalake/static/datadocs

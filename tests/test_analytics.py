@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from urllib.parse import unquote
 
 import duckdb
 import pytest
@@ -23,6 +25,7 @@ from catalake.platform.message_table import message_tables
 from conftest import DEMO_CATALOG, REPO
 
 DAYS = ["2026-11-20", "2026-11-21"]
+DEMO_RUN: dict = {}  # the demo fixture's Dagster instance and definitions
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,25 @@ def demo(spark, tmp_path_factory):
         runs[f"events {day}"] = definitions.resolve_job_def("events_job").execute_in_process(instance=instance, partition_key=day)
         runs[f"analytics {day}"] = definitions.resolve_job_def("analytics_job").execute_in_process(instance=instance, partition_key=day)
     assert all(run.success for run in runs.values())
+    DEMO_RUN.update(instance=instance, definitions=definitions)
     return base, warehouse, runs
+
+
+def test_the_ui_shows_every_processed_day_and_one_check_result_per_partition_run(demo):
+    """What the Dagster UI reads from the instance: no message table misses a processed day,
+    and each `expectations` check has one evaluation per run, for that run's partition."""
+    from dagster import AssetCheckKey, AssetKey
+
+    instance, definitions = DEMO_RUN["instance"], DEMO_RUN["definitions"]
+    message_keys = [k for k in definitions.resolve_all_asset_keys() if k.path[0] == "messages"]
+    assert len(message_keys) == 9
+    for key in message_keys + [AssetKey("deadletter")]:
+        assert instance.get_materialized_partitions(key) == set(DAYS), key
+    dock = AssetKey(["messages", "bikeshare.docks.mqtt", "bikeshare.docks.mqtt.DockStatus"])
+    history = instance.event_log_storage.get_asset_check_execution_history(AssetCheckKey(dock, "expectations"), limit=10)
+    assert len(history) == 2  # two events_job runs, one evaluation each (none unpartitioned)
+    partitions = {record.event.dagster_event.event_specific_data.partition for record in history if record.event}
+    assert partitions == set(DAYS)
 
 
 def test_catalog_job_writes_the_suites(demo):
@@ -56,10 +77,11 @@ def test_partition_run_materializes_and_checks(demo):
     checks = {(e.asset_key.to_user_string(), e.check_name): e for e in run.get_asset_check_evaluations()}
     assert checks["deadletter", "conservation"].passed
     expectations = {k[0]: e for k, e in checks.items() if k[1] == "expectations"}
-    # the tables the day feeds: materialized and checked; the one it does not feed is neither
-    fed = {k for k in rows if k.startswith("messages/")}
+    # the tables the day feeds: materialized and checked; the one it does not feed shows the
+    # day processed with 0 rows, and has no check result (there is nothing to check)
+    fed = {k for k, n in rows.items() if k.startswith("messages/") and n}
     assert len(fed) == 7 and set(expectations) == fed
-    assert "messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow" not in rows
+    assert rows["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow"] == 0
     dock = expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"].metadata
     assert dock["rows"].value == 15 and dock["failed_error"].value == 0 and dock["expectations"].value > 10
     # the quality results come from the classification pass: the one RideEnded record with a
@@ -253,3 +275,34 @@ def test_the_wheel_carries_everything_catalake_run_needs(tmp_path):
     assert con.execute("SELECT count(*) FROM ride_lifecycle").fetchone()[0] > 0
     con.close()
     assert not (site / "catalake" / "dbt_project" / "target").exists()
+
+
+def render_offline(page) -> tuple[str, str]:
+    """(DOM after the page's scripts ran, browser log) of a local page in headless chromium
+    with every host name unresolvable: what a reader without network sees."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("the offline data docs test needs Debian's chromium: `make browser` (as root) installs it")
+    out = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND",
+         "--virtual-time-budget=10000", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    return out.stdout, out.stderr
+
+
+def test_data_docs_render_offline_in_a_headless_browser(demo):
+    _, warehouse, _ = demo
+    site = warehouse / "gx/uncommitted/data_docs/local_site"
+    dom, log = render_offline(site / "index.html")
+    assert "CONSOLE" not in log, log  # no script failed (offline, `$ is not defined` before)
+    # bootstrap-table rendered the index's tables (rows exist only when its scripts ran)
+    rows = re.findall(r'<tr class="clickable-row" data-href="([^"]+)" data-index="\d+"', dom)
+    suites = {Path(r).stem for r in rows if r.startswith("expectations/")}
+    assert suites == {p.stem for p in (warehouse / "expectations").glob("*.json")} and len(suites) == 9
+    validations = [r for r in rows if r.startswith("validations/")]
+    assert {day for day in DAYS if any(f"/{day}%20%28run%20" in r for r in validations)} == set(DAYS)
+    page = site / unquote(next(r for r in validations if "bikeshare_rides__ridestarted" in r and "/2026-11-20%20" in r))
+    dom, log = render_offline(page)
+    assert "CONSOLE" not in log, log
+    assert "2026-11-20" in dom and "bikeshare_rides__ridestarted" in dom  # the partition and the table
+    assert not re.findall(r'<(?:script|link)[^>]+(?:src|href)="https?://', page.read_text())  # nothing from a CDN

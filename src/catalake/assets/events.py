@@ -85,7 +85,8 @@ def build_events_asset(settings: Settings):
         expectation suite on the records it matched: each table's `expectations` check shows,
         per expectation, the records evaluated, the unexpected ones (dead-lettered for an ERROR
         expectation) and examples with their file and line; the GX data docs show the same
-        results per day. A table the day does not feed (and never fed) is left alone.
+        results per day. A table the day does not feed (and never fed) is not written; it is
+        recorded as processed with 0 rows (CATALAKE_RECORD_EMPTY).
 
         The daily job selects `deadletter` only: the step then writes the whole day and reports
         the materialization and check of every message table it wrote (selecting all of them
@@ -126,6 +127,15 @@ def build_events_asset(settings: Settings):
                     "delta_version": result.versions[table.name],
                 },
             ))
+        if settings.record_empty and only is None:
+            # the day was processed for every table: one that got no event shows 0 rows rather
+            # than a missing partition (the check is not run: there is nothing to check)
+            for table in tables:
+                if table.name not in result.written:
+                    context.log_event(AssetMaterialization(
+                        asset_key=key_of[table.name], partition=context.partition_key,
+                        metadata={"dagster/partition_row_count": 0, "path": MetadataValue.path(store.path(table.name))},
+                    ))
         quality_checks(context, Path(warehouse.path), written, key_of, result)
         if DEADLETTER_TABLE in result.written:
             rows = sum(result.deadletter.values())

@@ -37,6 +37,10 @@ class Settings:
                            (default: the catalog's own folders; nothing else is ever read)
     CATALAKE_DBT_DIR       where the catalog's dbt project is prepared, with dbt's target/ and
                            logs (default: <warehouse>/dbt)
+    CATALAKE_RECORD_EMPTY  '1' (default): a partition run records a 0-row materialization for
+                           every table the day does not feed, so Dagster shows the day as
+                           processed; '0' skips them (Dagster stores each event: about 12 ms
+                           a table, 12 s a day for 1,000 unfed tables)
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
@@ -48,6 +52,7 @@ class Settings:
     schema_roots: tuple[Path, ...] = ()
     start_date: str = "2026-11-01"
     dbt: Path | None = None
+    record_empty: bool = True
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -72,6 +77,7 @@ class Settings:
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
             start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing) or default.start_date,
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
+            record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
         )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,6 +30,7 @@ import orjson
 from .config import DOCS_INDEX, GX_SUITES, GX_VERSION, VALIDATIONS
 from .expectations import DERIVED, ERROR, Expectation, import_gx, expectation_summary, suite_document
 from .quality import ExpectationResult
+from .webassets import localize
 
 DATASOURCE = "catalake"
 BATCH = "partition"
@@ -170,11 +172,15 @@ class Validator:
         return self.build_docs(keys)
 
     def build_docs(self, keys: Sequence | None = None) -> Path:
-        """Rebuild the data docs site (only the pages of `keys` and the index, when given)."""
+        """Rebuild the data docs site (only the pages of `keys` and the index, when given), the
+        pages built pointing at the site's own copies of their JS/CSS (webassets.py)."""
+        started = time.time() - 1  # file times may be rounded to the second
         if keys is None:
             self.context.build_data_docs()
         else:
             self.context.build_data_docs(resource_identifiers=list(keys))
+        site = self.docs_index.parent
+        localize(site, [p for p in site.rglob("*.html") if p.stat().st_mtime >= started])
         return self.docs_index
 
     # -- GX's own engine, on stored data
