@@ -26,11 +26,18 @@ def resources(catalog_paths, warehouse):
     }
 
 
+def spec_code_versions(repo) -> int:
+    keys = [k for k in repo.asset_graph.get_all_asset_keys() if k.path[0] == "messages"]
+    return len({repo.asset_graph.get(k).code_version for k in keys if repo.asset_graph.get(k).code_version})
+
+
 def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert {"message_catalog", "expectation_suites", "deadletter", "events_daily", "catalog_coverage"} <= keys
-    assert len(keys) == 3 + 9 + 5 + 1  # catalog, suites, dead-letter; one per definition; the dbt models; data docs
+    # catalog, suites, dead-letter, drift; one per definition; the dbt models; data docs
+    assert len(keys) == 4 + 9 + 5 + 1 and "catalog_drift" in keys
+    assert spec_code_versions(repo) == 9  # each message asset has its definition's fingerprint
     assert defs.resolve_job_def("catalake_job") is not None
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
     assert spec.group_name == "bikeshare_rides_kafka"

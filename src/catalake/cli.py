@@ -265,6 +265,43 @@ def _validate(args) -> int:
     return 1 if any(o.errors for o in outcomes.values()) else 0
 
 
+def _drift(args) -> int:
+    """The day's unmatched records as proposed message definitions (an xRegistry document)."""
+    import datetime as dt
+    import json
+
+    from catalake.platform.drift import candidates, deadletter_rows, markdown, proposals_document
+
+    settings = Settings.from_env()
+    day = dt.date.fromisoformat(args.date)
+    found = candidates(deadletter_rows(settings.warehouse, day))
+    print(markdown(found))
+    if args.out:
+        Path(args.out).write_text(json.dumps(proposals_document(found, day), indent=2) + "\n")
+        print(f"proposals: {args.out} (add it to the catalog, then `catalake replay --from {day}`)")
+    return 0
+
+
+def _replay(args) -> int:
+    """Re-match the dead letters of a range of days against the current catalog."""
+    from catalake.platform.message_table import message_tables
+    from catalake.platform.replay import replay_partition
+    from catalake.platform.spark import build_session
+    from catalake.platform.storage import DeltaStore
+
+    settings = Settings.from_env()
+    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    spark = build_session(settings.spark_master, app_name="catalake-replay", conf=dict(settings.spark_conf))
+    store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
+    rows = []
+    for day in _days(args):
+        result = replay_partition(spark, store, tables, day)
+        moves = sorted(result.moved.items()) or [("nothing moved", 0)]
+        rows += [[day.isoformat(), result.deadletters, move, n] for move, n in moves]
+    print(text_table(["day", "dead letters", "moved (reason -> table)", "rows"], rows))
+    return 0
+
+
 def _docs(args) -> int:
     """Where the expectation suites and the GX data docs of the configured warehouse are."""
     from catalake.platform.config import DOCS_INDEX, SUITES_DIR
@@ -323,6 +360,14 @@ def parser() -> argparse.ArgumentParser:
     val.add_argument("--date", required=True, help="the partition, YYYY-MM-DD")
     val.add_argument("--table", action="append", help="a table (SQL name or messages/<name>); repeat for several; default all")
     val.set_defaults(func=_validate)
+    drift = sub.add_parser("drift", help="propose message definitions for a day's unmatched records")
+    drift.add_argument("--date", required=True, help="the day (YYYY-MM-DD)")
+    drift.add_argument("--out", help="write the proposals as an xRegistry catalog document")
+    drift.set_defaults(func=_drift)
+    rp = sub.add_parser("replay", help="re-match the dead letters of days against the current catalog")
+    rp.add_argument("--from", dest="start", required=True, help="first day (YYYY-MM-DD)")
+    rp.add_argument("--to", dest="end", help="last day (default: the first)")
+    rp.set_defaults(func=_replay, date=None)
     docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
     docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
     docs.set_defaults(func=_docs)

@@ -6,9 +6,11 @@ from catalake.assets import (
     DEADLETTER_KEY,
     build_daily_schedule,
     build_data_docs_asset,
+    build_drift_asset,
     build_events_asset,
     build_events_job,
     build_landing_sensor,
+    build_replay_job,
     build_validate_job,
     catalake_job,
     daily_partitions,
@@ -25,8 +27,8 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     settings = settings or Settings.from_env()
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
-    assets = [message_catalog, expectation_suites, build_events_asset(settings)]
-    jobs = [catalake_job, events_job, build_validate_job(partitions)]
+    assets = [message_catalog, expectation_suites, build_events_asset(settings), build_drift_asset(partitions)]
+    jobs = [catalake_job, events_job, build_validate_job(partitions), build_replay_job(partitions)]
     resources = {
         "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
         "warehouse": Warehouse(path=str(settings.warehouse), delta_backend=settings.delta_backend),

@@ -2,6 +2,7 @@
 imported only by the definitions that include them (dagster-dbt takes a second to import)."""
 
 from .catalog import message_catalog
+from .drift import build_drift_asset, build_replay_job
 from .events import DEADLETTER_KEY, build_events_asset, daily_partitions
 from .expectations import DATA_DOCS_KEY, build_data_docs_asset, expectation_suites
 from .jobs import build_events_job, catalake_job
@@ -15,9 +16,11 @@ __all__ = [
     "DEADLETTER_KEY",
     "build_daily_schedule",
     "build_data_docs_asset",
+    "build_drift_asset",
     "build_events_asset",
     "build_events_job",
     "build_landing_sensor",
+    "build_replay_job",
     "build_validate_job",
     "catalake_job",
     "daily_partitions",

@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 from catalake.platform.catalog import CatalogError
 from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.evolution import EvolutionError
-from catalake.platform.message_table import catalog_fingerprint, message_tables, sync_message_tables
+from catalake.platform.message_table import catalog_fingerprint, definition_changes, message_tables, sync_message_tables, table_fingerprint
 from catalake.platform.report import catalog_rows, markdown_table
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
@@ -29,6 +29,19 @@ def _fail(context: AssetExecutionContext, what: str, lines: list[str]) -> Failur
     )
 
 
+def _previous_fingerprints(context: AssetExecutionContext) -> dict[str, str]:
+    """The definitions' fingerprints at the previous materialization (none the first time)."""
+    event = context.instance.get_latest_materialization_event(context.asset_key)
+    materialization = event.asset_materialization if event is not None else None
+    value = materialization.metadata.get("definition_fingerprints") if materialization is not None else None
+    return dict(value.value) if value is not None else {}
+
+
+def _changes_markdown(changes: dict[str, list[str]]) -> str:
+    lines = [f"- {kind}: `{xid}`" for kind in ("added", "changed", "removed") for xid in changes[kind]]
+    return "\n".join(lines) or "no definition changed since the previous materialization"
+
+
 @asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"})
 def message_catalog(
     context: AssetExecutionContext,
@@ -46,6 +59,9 @@ def message_catalog(
     nullable columns of a changed definition. An invalid catalog (a data schema reference to the
     network or outside the configured roots included), or a change that would retype,
     remove or tighten a column, fails with every problem and leaves all tables untouched.
+    Its metadata lists the definitions added, changed (definition or derived schema) and
+    removed since its previous materialization; each message asset's code version is that
+    fingerprint, so the UI marks exactly the tables a catalog change affects.
     """
     try:
         catalog = catalog_source.load()
@@ -66,6 +82,8 @@ def message_catalog(
     except EvolutionError as exc:
         raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
     result = write_catalog_table(store, catalog)
+    fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
+    changes = definition_changes(_previous_fingerprints(context), fingerprints)
     headers, rows = catalog_rows(catalog)
     files = [
         [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
@@ -79,6 +97,9 @@ def message_catalog(
             "path": MetadataValue.path(store.path(CATALOG_TABLE)),
             "delta_version": result["version"],
             "catalog_fingerprint": catalog_fingerprint(tables),
+            "definition_fingerprints": MetadataValue.json(fingerprints),
+            "definition_changes": MetadataValue.json(changes),
+            "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
             "committed": result["committed"],
             "added": len(result["added"]),
             "changed": len(result["changed"]),

@@ -5,7 +5,7 @@ from dagster import AssetKey, AssetSpec, MetadataValue
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.config import Settings
-from catalake.platform.message_table import message_table
+from catalake.platform.message_table import message_table, table_fingerprint
 
 from .metadata import column_schema
 
@@ -40,6 +40,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
         deps=[CATALOG_KEY],
         metadata=metadata,
         tags={"layer": "messages"},
+        code_version=table_fingerprint(table),
         skippable=True,  # a day that does not feed the table leaves its partition unmaterialized
     )
 

@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 import pyarrow as pa
@@ -43,6 +43,8 @@ from .schemas.avro import named_type
 from .storage import PartFiles, arrow_schema
 
 MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
+# dead-letter reasons a catalog change can undo (replay); the others are the record's own faults
+REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload"})
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 # A task's memory is bounded by these, not by its share of the day or the number of tables:
 BATCH_ROWS = 4096  # a table's rows become one Arrow batch when it has this many
@@ -326,6 +328,7 @@ class TaskResult:
     tallies: dict[str, dict] = field(default_factory=dict)  # table -> quality tally
     deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
     per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+    moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
 
 
 class Classifier:
@@ -352,6 +355,35 @@ class Classifier:
     def run(self, task: str, pieces: Sequence[Piece]) -> TaskResult:
         """Classify the records of one task's pieces and write their tables' files (`task`
         names the files: task number and attempt)."""
+        def records() -> Iterator[tuple[str, int, Any]]:
+            for piece in pieces:
+                for line, raw in read_piece(piece):
+                    yield piece.path, line, raw
+
+        return self._task(task, records(), self.classify)
+
+    def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
+        """Dead-letter rows of a day classified again (replay.py): a row of a reason the catalog
+        decides is its raw record classified anew, with its file and line; any other row is
+        kept as it is. `result.moved` counts, by old reason and table, the rows that now match."""
+        moved: dict[str, int] = {}
+
+        def again(source_file: str, line: int, row: dict) -> None:
+            if row["reason"] not in REPLAYED or row["raw"] is None:
+                self._add(DEADLETTER_TABLE, self.deadletter_schema, [row[f.name] for f in self.deadletter_schema])
+                return
+            before = dict(self.result.rows)
+            self.classify(source_file, line, row["raw"].encode())
+            for name, n in self.result.rows.items():
+                if name != DEADLETTER_TABLE and n != before.get(name, 0):
+                    key = f"{row['reason']} -> {name}"
+                    moved[key] = moved.get(key, 0) + 1
+
+        result = self._task(task, ((r["source_file"], r["source_line"], r) for r in rows), again)
+        result.moved = moved
+        return result
+
+    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable) -> TaskResult:
         self.result = result = TaskResult()
         self.buffers: dict[str, Buffer] = {}
         self.unconverted = 0  # rows buffered as Python values
@@ -361,13 +393,12 @@ class Classifier:
             spec.suite.reset()
         self.spills = tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
         try:
-            for piece in pieces:
-                for line, raw in read_piece(piece):
-                    result.records += 1
-                    result.per_file[piece.path] = result.per_file.get(piece.path, 0) + 1
-                    self.classify(piece.path, line, raw)
-                    if self.unconverted >= HELD_ROWS:
-                        self._to_arrow(largest_only=True)
+            for source_file, line, raw in records:
+                result.records += 1
+                result.per_file[source_file] = result.per_file.get(source_file, 0) + 1
+                handle(source_file, line, raw)
+                if self.unconverted >= HELD_ROWS:
+                    self._to_arrow(largest_only=True)
             self._to_arrow()
             for name, buffer in self.buffers.items():  # one Parquet file per table the task fed
                 self.sink.write(name, buffer.schema, buffer.parts())

@@ -229,12 +229,24 @@ def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[Messag
     return tables, schema_warnings(tables)
 
 
+def table_fingerprint(table: MessageTable) -> str:
+    """Changes exactly when the resolved definition or the schema derived for its table does
+    (the message asset's code version: Dagster shows what a catalog change affects)."""
+    return hashlib.sha256(f"{table.message.fingerprint}|{table.schema.json()}".encode()).hexdigest()[:16]
+
+
 def catalog_fingerprint(tables: Sequence[MessageTable]) -> str:
     """Changes exactly when a definition or the schema derived for its table does."""
     digest = hashlib.sha256()
     for table in sorted(tables, key=lambda t: t.message.xid):
-        digest.update(f"{table.message.xid}|{table.message.fingerprint}|{table.schema.json()}\n".encode())
+        digest.update(f"{table.message.xid}|{table_fingerprint(table)}\n".encode())
     return digest.hexdigest()
+
+
+def definition_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, list[str]]:
+    """added / changed / removed definitions (by xid) between two {xid: table_fingerprint}."""
+    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
+            "changed": sorted(x for x in set(after) & set(before) if after[x] != before[x])}
 
 
 def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> dict[str, list[str] | str]:

@@ -392,6 +392,17 @@ class DeltaStore:
             _remove_files(path, written)
             raise
 
+    def append_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> int:
+        """Add Parquet files already written into partition `column=value` (PartFiles) to a
+        table, in one Delta commit, keeping the rows there. Returns the new version."""
+        written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
+        path = self.path(name)
+        try:
+            return _commit(path, written, [column], None, overwrite=False)
+        except BaseException:
+            _remove_files(path, written)
+            raise
+
     def remove_uncommitted(self, run: str, day, names: Sequence[str]) -> None:
         """Remove the files run `run` wrote into partition `day` of these tables that no commit
         references (a failed run, a failed or duplicate task attempt). Other runs' files are
