@@ -1,6 +1,7 @@
 """Large catalogs and many small files (issue 20, cases 11 and 12).
 
     python benchmarks/planning.py [--definitions 5000] [--records 100000] [--files 5000] [--work DIR]
+    python benchmarks/planning.py --unfed [--definitions 1000]
 
 Every figure is a `catalake run --date D --json --no-analytics` in a fresh process (as a user
 runs it), timed from outside, with the step timings read from the run's Dagster event log:
@@ -72,14 +73,34 @@ def split(landing: Path, into: Path, files: int) -> Path:
     return into
 
 
+def unfed(work: Path, definitions: int) -> None:
+    """An empty day over `definitions` tables, second run (catalog unchanged), with and without
+    the 0-row materializations of the tables the day does not feed."""
+    catalog_dir, _ = write(work, definitions, 0)
+    empty = work / "empty-landing"
+    fresh(empty / DAY)
+    for record in ("1", "0", "1", "0"):
+        os.environ["CATALAKE_RECORD_EMPTY"] = record
+        warehouse, home = work / "planning-warehouse", work / "planning-home"
+        fresh(warehouse, home)
+        timed_run(catalog_dir, empty, warehouse, home)  # tables created; the second run is timed
+        print(json.dumps({"case": f"{definitions} definitions, empty day", "CATALAKE_RECORD_EMPTY": record,
+                          **timed_run(catalog_dir, empty, warehouse, home)}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--definitions", type=int, default=5000)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--work", default="/tmp/catalake-bench")
+    parser.add_argument("--unfed", action="store_true",
+                        help="only: what recording the unfed tables costs (an empty day, CATALAKE_RECORD_EMPTY=1 vs 0)")
     args = parser.parse_args()
     work = Path(args.work)
+    if args.unfed:
+        unfed(work, args.definitions)
+        return
 
     catalog_dir, landing = write(work, args.definitions, args.records)
     empty = work / "empty-landing"

@@ -178,3 +178,31 @@ def test_the_cases_through_a_spark_partition_run_into_delta_tables(spark, tmp_pa
                                          {"a": 1, "b": 2, "big": 1, "dr_type": None, "e": None}]
     dead = DeltaTable(str(tmp_path / "warehouse" / "deadletter")).to_pyarrow_table().to_pylist()
     assert [(d["event_id"], d["reason"], d["expectations"]) for d in dead] == [("3", "schema_violation", ["data.e:enum"])]
+
+
+def test_json_structure_string_types_have_their_syntax_and_abstract_types_are_no_payload(tmp_path):
+    from catalake.platform.schemas.json_schema import SchemaError
+    from catalake.platform.schemas.json_structure import json_structure_to_spark
+
+    schema = {"type": "object", "properties": {k: {"type": k} for k in ("uuid", "uri", "jsonpointer", "time", "duration", "date", "binary")}}
+    good = {"uuid": "0b7e6c1e-5d1f-4f0e-9d2a-3c4b5a697887", "uri": "../a/b?c", "jsonpointer": "/a/~1b", "time": "10:30:00Z",
+            "duration": "P1DT2H", "date": "2026-11-20", "binary": "AAE="}
+    bad = {"uuid": "not-a-uuid", "uri": "a b", "jsonpointer": "a/b", "time": "25:00:00", "duration": "1 day",
+           "date": "20.11.2026", "binary": "%%"}
+    result, rows = run_day(tmp_path, {"T": structure_message(schema)}, [event(good)] + [event({k: v}, n=i) for i, (k, v) in enumerate(bad.items(), 2)])
+    (row,) = only_rows(rows)
+    assert row["data"] == {**good, "date": dt.date(2026, 11, 20), "binary": b"\x00\x01"}
+    assert result.deadletter == {"schema_violation": len(bad)}
+    assert sorted(r["expectations"][0] for r in rows["deadletter"]) == sorted(f"data.{k}:type" for k in bad)
+    with pytest.raises(SchemaError, match="abstract"):
+        json_structure_to_spark({"type": "object", "abstract": True, "properties": {"a": {"type": "string"}}})
+
+
+def test_5_amqp_transport_headers_do_not_decide_a_match(tmp_path):
+    definition = {"protocol": "AMQP/1.0", "protocoloptions": {
+        "properties": {"to": {"value": "orders"}}, "header": {"priority": {"value": 4}, "durable": {"value": True}}}}
+    record = {"protocol": "AMQP/1.0", "properties": {"to": "orders"}, "body": {"n": 1}}
+    result, rows = run_day(tmp_path, {"T": definition}, [
+        record, {**record, "header": {"priority": 9, "durable": False, "delivery-count": 3}},
+        {**record, "properties": {"to": "refunds"}}])
+    assert len(only_rows(rows)) == 2 and result.deadletter == {"no_match": 1}

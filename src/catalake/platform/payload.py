@@ -69,7 +69,7 @@ INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] i
 SYNTAX = {
     "uuid": re.compile(FORMATS["uuid"][1:-1]),
     "uri": re.compile(r"[^\s<>\"{}|\\^`]*"),  # RFC 3986 uri-reference: no character it excludes
-    "jsonpointer": re.compile(r"(/([^~/]|~[01])*)*"),  # RFC 6901
+    "jsonpointer": re.compile(r"#?(/([^~/]|~[01])*)*"),  # RFC 6901: the string (5) or URI fragment (6) form
     "time": re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?"),  # RFC 3339 partial/full-time
     "duration": re.compile(r"P(?!$)((\d+Y)?(\d+M)?(\d+W)?(\d+D)?)(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?"),  # RFC 3339 appendix A
 }
