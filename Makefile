@@ -39,7 +39,8 @@ demo: $(BIN)/.installed
 	@echo "  catalog/messages (the catalog), messages/<group>__<message> (one per definition), deadletter"
 	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader; list them: $(BIN)/catalake tables)."
 	@echo "dbt models (events_daily, deadletter_daily, catalog_coverage, ride_lifecycle): $(CURDIR)/warehouse/analytics.duckdb"
-	@echo "Expectation suites and GX data docs: $(BIN)/catalake docs"
+	@echo "Expectation suites and GX data docs (they read offline): $(BIN)/catalake docs"
+	@echo "What the catalog does not describe, as proposed definitions: $(BIN)/catalake drift --date 2026-11-20"
 	@echo "See the runs, partitions, row counts and the conservation check in the Dagster UI:"
 	@echo "  make dev, then http://127.0.0.1:3000"
 

@@ -156,9 +156,8 @@ def _refine(schema: dict, values: list) -> None:
 def definition(cand: Candidate) -> tuple[dict, dict | None]:
     """(message definition, its schema or None) of a candidate."""
     taken: set[str] = set()
-    message: dict = {"messageid": cand.message_id,
-                     "description": f"Proposed from {cand.count} unmatched record(s)" +
-                                    (f" seen {cand.times and min(cand.times).isoformat()} to {max(cand.times).isoformat()}" if cand.times else "")}
+    seen = f", seen from {min(cand.times).isoformat()} to {max(cand.times).isoformat()}" if cand.times else ""
+    message: dict = {"messageid": cand.message_id, "description": f"Proposed from {cand.count} unmatched record(s){seen}."}
     if cand.type:
         metadata: dict = {"type": {"value": cand.type}}
         for name in ("source", "subject"):

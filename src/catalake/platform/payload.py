@@ -9,9 +9,14 @@ A value of the wrong kind is typed as null and reported (rule `type`); the row t
 expectations exactly as it would to Great Expectations (quality.py evaluates the suite's
 expectations on these typed values). The value constraints carried in the column metadata
 (`catalake.check`: enum/const, minimum/maximum and exclusive forms, minLength/maxLength,
-pattern, minItems/maxItems, unique items, closed objects) are checked here only where no expectation of the
-suite covers them: inside arrays and maps, on a payload that is not an object, and `closed`
-objects. `format` is an annotation (a WARN expectation), never a reason to reject here.
+pattern, minItems/maxItems, unique items, closed objects) are checked here only where no
+expectation of the suite covers them: inside arrays and maps (`catalake.items` /
+`catalake.values` hold their elements' metadata), on a payload that is not an object, and
+`closed` objects. `format` is an annotation (a WARN expectation), never a reason to reject here.
+What a type needs beyond its Spark type is metadata too (JSON Structure, schemas/json_structure.py):
+`catalake.encoding: string` (integers as decimal text), `catalake.range` (unsigned types),
+`catalake.format` (the syntax of uuid, uri, jsonpointer, time, duration), `catalake.wire` (the
+key a property has in the record).
 
 A data schema using keywords this does not compile (`not`, `if`, `dependentRequired`,
 `uniqueItems`, `multipleOf`, ...) is also validated by jsonschema itself (classify's worker);
@@ -63,7 +68,7 @@ PYTHON_KEYWORDS = {
     "unevaluatedProperties", "unevaluatedItems", "prefixItems", "additionalItems", "minContains", "maxContains",
 }
 INTEGER_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
-INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] int`
+JSON_INT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] int`
 # JSON Structure string types with a syntax (core, "Primitive types"): a value without it is
 # not of the type
 SYNTAX = {
@@ -239,7 +244,7 @@ def _integer(dtype: DataType, meta: dict, path: str) -> Node:
     bad = _type_error(path, "is not of type 'integer'" if not meta.get("catalake.range") else f"is not an integer in [{low}, {high}]")
 
     def integer(v, errors):
-        if text and isinstance(v, str) and INTEGER_TEXT.fullmatch(v):
+        if text and isinstance(v, str) and JSON_INT.fullmatch(v):
             v = int(v)
         if _is_int(v) and low <= v <= high:
             return decimal.Decimal(v) if as_decimal else v
