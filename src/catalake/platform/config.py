@@ -39,8 +39,8 @@ class Settings:
                            logs (default: <warehouse>/dbt)
     CATALAKE_RECORD_EMPTY  '1' (default): a partition run records a 0-row materialization for
                            every table the day does not feed, so Dagster shows the day as
-                           processed; '0' skips them (Dagster stores each event: about 12 ms
-                           a table, 12 s a day for 1,000 unfed tables)
+                           processed; '0' skips them (Dagster stores each event: about 13 ms
+                           a table, 13 s a day for 1,000 unfed tables; benchmarks/RESULTS.md)
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
