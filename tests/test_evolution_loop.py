@@ -155,3 +155,52 @@ def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tm
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
     changes = event.asset_materialization.metadata["definition_changes"].value
     assert changes == {"added": [], "changed": ["/messagegroups/shop/messages/OrderPlaced"], "removed": []}
+
+
+def test_a_replay_stopped_while_it_commits_is_finished_by_the_next(spark, tmp_path, monkeypatch):
+    """The tables were appended, then the process died before the dead-letter partition was
+    replaced (no `finally` ran): the next replay rolls the journal forward; nothing is in two
+    places, nothing is lost, and a partition run afterwards starts clean."""
+    from catalake.platform import replay as replay_module
+
+    catalog_dir = tmp_path / "catalog"
+    catalog_dir.mkdir()
+    (catalog_dir / "shop.xreg.json").write_text(json.dumps({"messagegroups": {"shop": {"messages": {"OrderPlaced": KNOWN}}}}))
+    landing = tmp_path / "landing" / DAY.isoformat()
+    landing.mkdir(parents=True)
+    (landing / "a.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in day_records()))
+    warehouse = tmp_path / "warehouse"
+    store = DeltaStore(spark, warehouse)
+    catalog = load_catalog([catalog_dir])
+    tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
+    sync_message_tables(store, tables)
+    first = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    (catalog_dir / "proposals.xreg.json").write_text(json.dumps(proposals_document(candidates(deadletter_rows(warehouse, DAY)), DAY)))
+    tables, _ = message_tables(load_catalog([catalog_dir]), catalog_roots([catalog_dir]))
+
+    class Killed(BaseException):
+        pass
+
+    real_commit, real_remove = store.commit_partition, store.remove_uncommitted
+    with monkeypatch.context() as m:
+        def die(name, *args):
+            raise Killed(name)  # the dead-letter commit never happens
+        m.setattr(store, "commit_partition", die)
+        m.setattr(store, "remove_uncommitted", lambda *args: None)  # a killed process cleans nothing
+        try:
+            replay_partition(spark, store, tables, DAY)
+        except Killed:
+            pass
+    assert store.commit_partition == real_commit and store.remove_uncommitted == real_remove
+    assert replay_module.journal_of(store.root, DAY) is not None
+    _, counts = conservation(store, tables, DAY, first.records)
+    assert counts["rows_stored"] == first.records + 9  # the moved rows are in two places until recovery
+
+    again = replay_partition(spark, store, tables, DAY)
+    assert again.moved == {} and replay_module.journal_of(store.root, DAY) is None
+    ok, counts = conservation(store, tables, DAY, first.records)
+    assert ok and counts["per_table"][DEADLETTER_TABLE] == 1
+    assert counts["per_table"]["messages/catalake_drift__shop_siteopened"] == 6
+    # and a partition run of the day afterwards gives the same tables
+    rerun = classify_partition(spark, store, load_catalog([catalog_dir]), tables, tmp_path / "landing", DAY)
+    assert rerun.deadletter == {"malformed_json": 1} and conservation(store, tables, DAY, rerun.records)[0]

@@ -158,6 +158,13 @@ def classify_partition(
         progress(f"{day}: removing the uncommitted files of run {crashed}, whose process is gone")
         store.remove_uncommitted(crashed, day, names)
         runs.forget(store.root, crashed)
+    from .replay import journal_of, remove_journal  # replay.py builds on this module
+
+    stopped = journal_of(store.root, day)
+    if stopped is not None:  # this run replaces the day's partitions: the stopped replay's commits are moot
+        progress(f"{day}: dropping replay {stopped['run']}, which was stopped while it committed")
+        store.remove_uncommitted(stopped["run"], day, names)
+        remove_journal(store.root, day)
     summaries = []
     with runs.recorded(store.root, plan.run, day):
         try:

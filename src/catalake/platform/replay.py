@@ -9,8 +9,12 @@ The driver then appends those files to the tables, and replaces the day's dead-l
 with the rows that stay: records read = rows in tables + dead letters still holds. When nothing
 moves, nothing is committed, so a second replay changes nothing.
 
-The tables are committed before the dead-letter partition: a replay killed in between leaves the
-moved records in both places, never in neither (the conservation check then fails for that day).
+Before it commits, the driver writes the commits it is about to make to a journal
+(`<warehouse>/_catalake/replays/<day>.json`: each table's files and version before), and removes
+it once all are made. A replay killed in between leaves the journal and its files: the next
+replay (or `recover`) of the day rolls it forward first, making each commit whose table is
+still at its version before, so no record stays in two places or is lost. A partition run of the
+day replaces every table's partition from the landing zone and drops the journal.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -29,7 +34,9 @@ from .classifier import Plan, classifier_for
 from .classify import OUTPUT, _has_partition, _job_group, _parallelism, conservation
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
-from .storage import DeltaStore, StorageError
+from .storage import DeltaStore, StorageError, filesystem_of
+
+JOURNAL_DIR = "_catalake/replays"
 
 
 @dataclass
@@ -66,6 +73,7 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     """Re-match one day's dead letters against `tables` (the current catalog) and move every
     record that now matches into its table."""
     result = ReplayResult(day.isoformat())
+    recover(store, day, progress)
     if not store.exists(DEADLETTER_TABLE) or not _has_partition(store, DEADLETTER_TABLE, day):
         return result
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
@@ -91,14 +99,72 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
                 written.setdefault(name, []).extend(files)
         fed = [t for t in tables if t.name in written]
         sync_message_tables(store, fed)
-        for table in fed:  # appended: the day's rows already there stay
-            store.append_partition(table.name, written[table.name], PARTITION_COLUMN, day)
-        store.commit_partition(DEADLETTER_TABLE, written.get(DEADLETTER_TABLE, []), PARTITION_COLUMN, day)
+        journal = {"run": plan.run, "day": day.isoformat(), "commits": [
+            {"table": name, "files": written.get(name, []), "version": store.version(name),
+             "mode": "replace" if name == DEADLETTER_TABLE else "append"}
+            for name in [t.name for t in fed] + [DEADLETTER_TABLE]]}  # the tables first, the dead letters last
+        write_journal(store.root, day, journal)
+        roll_forward(store, journal)
+        remove_journal(store.root, day)
     finally:
-        store.remove_uncommitted(plan.run, day, names)
+        if journal_of(store.root, day) is None:  # a journal's files are its roll-forward's to commit
+            store.remove_uncommitted(plan.run, day, names)
     result.conserved, result.counts = conservation(store, tables, day, stored_before)
     progress(f"{day}: moved {result.moved_rows} of {result.deadletters} dead letter(s): "
              + ", ".join(f"{k}: {n}" for k, n in sorted(result.moved.items())))
     if not result.conserved:
         raise StorageError(f"{day}: replay changed the day's row count ({stored_before} -> {result.counts['rows_stored']})")
     return result
+
+
+# -- the journal of a replay's commits
+
+def _journal_path(root: str, day: dt.date) -> tuple:
+    filesystem, base = filesystem_of(root)
+    return filesystem, f"{base}/{JOURNAL_DIR}", f"{base}/{JOURNAL_DIR}/{day.isoformat()}.json"
+
+
+def write_journal(root: str, day: dt.date, journal: dict) -> None:
+    filesystem, folder, path = _journal_path(root, day)
+    filesystem.create_dir(folder, recursive=True)
+    with filesystem.open_output_stream(path) as out:
+        out.write(json.dumps(journal).encode())
+
+
+def journal_of(root: str, day: dt.date) -> dict | None:
+    filesystem, _, path = _journal_path(root, day)
+    if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+        return None
+    with filesystem.open_input_stream(path) as stream:
+        return json.loads(stream.read())
+
+
+def remove_journal(root: str, day: dt.date) -> None:
+    filesystem, _, path = _journal_path(root, day)
+    if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+        filesystem.delete_file(path)
+
+
+def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
+    """Make each commit of the journal whose table is still at the version it had before (the
+    others were made); returns the tables committed now."""
+    day = dt.date.fromisoformat(journal["day"])
+    made = []
+    for commit in journal["commits"]:
+        if store.version(commit["table"]) != commit["version"]:
+            continue
+        if commit["mode"] == "append":
+            store.append_partition(commit["table"], commit["files"], PARTITION_COLUMN, day)
+        else:
+            store.commit_partition(commit["table"], commit["files"], PARTITION_COLUMN, day)
+        made.append(commit["table"])
+    return made
+
+
+def recover(store: DeltaStore, day: dt.date, progress=lambda message: None) -> None:
+    """Finish a replay of `day` that was killed while it committed."""
+    journal = journal_of(store.root, day)
+    if journal is not None:
+        made = roll_forward(store, journal)
+        remove_journal(store.root, day)
+        progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: {', '.join(made) or 'none left'}")
