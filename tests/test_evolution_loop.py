@@ -38,16 +38,9 @@ def day_records():
     return opened + refunds + known + broken
 
 
-def test_generalize_and_infer_are_pure_rules():
-    assert generalize(["https://x/sites/a", "https://x/sites/b"], set()) == "https://x/sites/{site}"
-    assert generalize(["/a", "/a"], set()) == "/a"
-    assert generalize(["/a/b", "/a"], set()) is None  # shapes differ: nothing declared
-    schema = infer_schema([{"t": "2026-11-20T10:00:00Z", "k": "x", "n": 1}, {"t": "2026-11-21T10:00:00Z", "k": "x"}])
-    assert schema["required"] == ["k", "t"] and schema["properties"]["t"]["format"] == "date-time"
-    assert schema["properties"]["k"]["enum"] == ["x"] and schema["properties"]["n"] == {"type": "integer"}
-
-
-def test_drift_proposals_match_once_added_and_replay_moves_exactly_those(spark, tmp_path, capsys, monkeypatch):
+def classified_day(spark, tmp_path):
+    """The shop catalog (one definition) and DAY's records classified: (catalog folder,
+    warehouse, store, tables, partition result)."""
     catalog_dir = tmp_path / "catalog"
     catalog_dir.mkdir()
     (catalog_dir / "shop.xreg.json").write_text(json.dumps({"messagegroups": {"shop": {"messages": {"OrderPlaced": KNOWN}}}}))
@@ -59,7 +52,20 @@ def test_drift_proposals_match_once_added_and_replay_moves_exactly_those(spark, 
     catalog = load_catalog([catalog_dir])
     tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
     sync_message_tables(store, tables)
-    first = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    return catalog_dir, warehouse, store, tables, classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+
+
+def test_generalize_and_infer_are_pure_rules():
+    assert generalize(["https://x/sites/a", "https://x/sites/b"], set()) == "https://x/sites/{site}"
+    assert generalize(["/a", "/a"], set()) == "/a"
+    assert generalize(["/a/b", "/a"], set()) is None  # shapes differ: nothing declared
+    schema = infer_schema([{"t": "2026-11-20T10:00:00Z", "k": "x", "n": 1}, {"t": "2026-11-21T10:00:00Z", "k": "x"}])
+    assert schema["required"] == ["k", "t"] and schema["properties"]["t"]["format"] == "date-time"
+    assert schema["properties"]["k"]["enum"] == ["x"] and schema["properties"]["n"] == {"type": "integer"}
+
+
+def test_drift_proposals_match_once_added_and_replay_moves_exactly_those(spark, tmp_path, capsys, monkeypatch):
+    catalog_dir, warehouse, store, tables, first = classified_day(spark, tmp_path)
     assert first.deadletter == {"no_match": 9, "malformed_json": 1} and first.records == 11
 
     # drift: two candidate definitions, as expected (the Dagster asset and the command line)
@@ -163,18 +169,7 @@ def test_a_replay_stopped_while_it_commits_is_finished_by_the_next(spark, tmp_pa
     places, nothing is lost, and a partition run afterwards starts clean."""
     from catalake.platform import replay as replay_module
 
-    catalog_dir = tmp_path / "catalog"
-    catalog_dir.mkdir()
-    (catalog_dir / "shop.xreg.json").write_text(json.dumps({"messagegroups": {"shop": {"messages": {"OrderPlaced": KNOWN}}}}))
-    landing = tmp_path / "landing" / DAY.isoformat()
-    landing.mkdir(parents=True)
-    (landing / "a.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in day_records()))
-    warehouse = tmp_path / "warehouse"
-    store = DeltaStore(spark, warehouse)
-    catalog = load_catalog([catalog_dir])
-    tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
-    sync_message_tables(store, tables)
-    first = classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    catalog_dir, warehouse, store, tables, first = classified_day(spark, tmp_path)
     (catalog_dir / "proposals.xreg.json").write_text(json.dumps(proposals_document(candidates(deadletter_rows(warehouse, DAY)), DAY)))
     tables, _ = message_tables(load_catalog([catalog_dir]), catalog_roots([catalog_dir]))
 
