@@ -275,9 +275,10 @@ def _drift(args) -> int:
     settings = Settings.from_env()
     day = dt.date.fromisoformat(args.date)
     found = candidates(deadletter_rows(settings.warehouse, day))
-    print(markdown(found))
+    proposals = proposals_document(found, day)
+    print(markdown(found, proposals))
     if args.out:
-        Path(args.out).write_text(json.dumps(proposals_document(found, day), indent=2) + "\n")
+        Path(args.out).write_text(json.dumps(proposals, indent=2) + "\n")
         print(f"proposals: {args.out} (add it to the catalog, then `catalake replay --from {day}`)")
     return 0
 

@@ -50,7 +50,7 @@ def build_drift_asset(partitions_def: DailyPartitionsDefinition):
             "unmatched_records": sum(c.count for c in found if c.reason == "no_match"),
             "ambiguous_records": sum(c.count for c in found if c.reason == "ambiguous"),
             "proposals": MetadataValue.path(str(out)),
-            "preview": MetadataValue.md(markdown(found)),
+            "preview": MetadataValue.md(markdown(found, document)),
         })
 
     return catalog_drift

@@ -340,6 +340,7 @@ class Classifier:
         self.specs: dict[int, TableSpec] = {}
         self.validators: dict[int, Callable] = {}
         self.deadletter_schema = arrow_schema(DEADLETTER_SCHEMA, exclude=(PARTITION_COLUMN,))
+        self.last_table: str | None = None  # the table the last row went to
         self.writes_deadletter = plan.write is None or DEADLETTER_TABLE in plan.write
 
     def spec(self, idx: int) -> TableSpec:
@@ -372,12 +373,11 @@ class Classifier:
             if row["reason"] not in REPLAYED or row["raw"] is None:
                 self._add(DEADLETTER_TABLE, self.deadletter_schema, [row[f.name] for f in self.deadletter_schema])
                 return
-            before = dict(self.result.rows)
+            self.last_table = None
             self.classify(source_file, line, row["raw"].encode())
-            for name, n in self.result.rows.items():
-                if name != DEADLETTER_TABLE and n != before.get(name, 0):
-                    key = f"{row['reason']} -> {name}"
-                    moved[key] = moved.get(key, 0) + 1
+            if self.last_table not in (None, DEADLETTER_TABLE):
+                key = f"{row['reason']} -> {self.last_table}"
+                moved[key] = moved.get(key, 0) + 1
 
         result = self._task(task, ((r["source_file"], r["source_line"], r) for r in rows), again)
         result.moved = moved
@@ -416,6 +416,7 @@ class Classifier:
         if buffer is None:
             buffer = self.buffers[name] = Buffer(schema)
         buffer.rows.append(values)
+        self.last_table = name  # where the record just classified went (replay counts the moves)
         self.result.rows[name] = self.result.rows.get(name, 0) + 1
         self.unconverted += 1
         if len(buffer.rows) >= BATCH_ROWS:

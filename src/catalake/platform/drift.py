@@ -201,14 +201,15 @@ def proposals_document(found: list[Candidate], day: dt.date) -> dict:
     return document
 
 
-def markdown(found: list[Candidate]) -> str:
-    """The report as a table (the `catalog_drift` asset's preview)."""
+def markdown(found: list[Candidate], proposals: dict) -> str:
+    """The report as a table (the `catalog_drift` asset's preview), with each candidate's
+    proposed attribute values from `proposals` (proposals_document's, not inferred again)."""
     if not found:
         return "No unmatched records."
+    messages = proposals["messagegroups"][GROUP]["messages"]
     lines = ["| kind | type | protocol | records | first seen | last seen | proposal |", "|---|---|---|---|---|---|---|"]
     for cand in found:
-        message, _ = definition(cand) if cand.reason == "no_match" else ({}, None)
-        attrs = message.get("envelopemetadata", {})
+        attrs = messages.get(cand.message_id, {}).get("envelopemetadata", {}) if cand.reason == "no_match" else {}
         proposal = ", ".join(f"{k}=`{v['value']}`" for k, v in attrs.items() if k != "type") if cand.reason == "no_match" \
             else "matches " + ", ".join(sorted(cand.candidates))
         lines.append(f"| {cand.reason} | `{cand.type or '-'}` | {cand.protocol or '-'} | {cand.count} | "

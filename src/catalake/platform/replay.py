@@ -77,8 +77,6 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     if not store.exists(DEADLETTER_TABLE) or not _has_partition(store, DEADLETTER_TABLE, day):
         return result
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
-    _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
-    stored_before = before["rows_stored"]
     plan = Plan(tuple(tables), store.root, day, dt.datetime.now(dt.timezone.utc).replace(microsecond=0), uuid.uuid4().hex[:12])
     columns = [f.name for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
     frame = store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
@@ -93,6 +91,8 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
         if not result.moved:
             progress(f"{day}: {result.deadletters} dead letter(s), none matches the catalog now")
             return result
+        _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
+        stored_before = before["rows_stored"]
         written: dict[str, list] = {}
         for s in summaries:
             for name, files in s["files"].items():
