@@ -4,7 +4,8 @@
 import json
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.matcher import CompiledCatalog, rule_media_type
+from catalake.platform.attributes import media_type_matches
+from catalake.platform.matcher import CompiledCatalog
 from catalake.platform.records import normalize
 
 
@@ -25,9 +26,9 @@ def event(ctype: str | None) -> dict:
 
 
 def test_datacontenttype_is_a_media_type_compared_case_insensitively_rfc9110_8_3_1():
-    assert rule_media_type("text/plain; charset=utf-8", "TEXT/Plain; CharSet=UTF-8")
-    assert rule_media_type("text/plain; charset=utf-8", 'text/plain;charset="utf-8"')
-    assert not rule_media_type("text/plain; charset=utf-8", "text/plain; charset=latin-1")
+    assert media_type_matches("text/plain; charset=utf-8", "TEXT/Plain; CharSet=UTF-8")
+    assert media_type_matches("text/plain; charset=utf-8", 'text/plain;charset="utf-8"')
+    assert not media_type_matches("text/plain; charset=utf-8", "text/plain; charset=latin-1")
 
 
 def test_datacontenttype_parameters_the_definition_does_not_declare_do_not_matter_rfc2046(tmp_path):

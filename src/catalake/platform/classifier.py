@@ -28,9 +28,9 @@ import orjson
 import pyarrow as pa
 
 from . import strictjson
+from .attributes import PARSERS, column_value
 from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
-from .jsonvalues import as_int, from_base64
 from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, read_piece
 from .matcher import CompiledCatalog, Match, placeholder_pairs
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
@@ -165,12 +165,8 @@ def _attribute(name: str, kind: str) -> Callable[[Record], Any]:
     if name == "time" or kind == "timestamp":
         key = f"ce:{name}"
         return lambda rec: rec.timestamp(key)
-    if kind == "binary":
-        return lambda rec: from_base64(rec.attrs.get(name))
-    if kind == "integer":
-        return lambda rec: as_int(rec.attrs.get(name), 32)
-    if kind == "boolean":
-        return lambda rec: {"true": True, "false": False}.get(rec.attrs.get(name))
+    if kind in PARSERS:  # the parse the matcher's type rule applied (attributes.py)
+        return lambda rec: column_value(kind, rec.attrs.get(name))
     return lambda rec: rec.attrs.get(name)
 
 

@@ -36,8 +36,9 @@ from typing import Any, Iterator, Sequence
 
 from pyspark.sql.types import ArrayType, DataType, StringType, StructField, StructType
 
+from .attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
 from .config import GX_SUITES
-from .matcher import CE_TYPED, registry_reference, template_regex
+from .matcher import CE_TYPED, declared_content_type, registry_reference, template_regex
 from .message_table import CORE_ATTRIBUTES, MessageTable
 from .payload import FORMATS
 from .sql import ident
@@ -152,14 +153,37 @@ def rule_required_attributes(table: MessageTable) -> Iterator[Expectation]:
             yield _expect(NOT_NULL, ERROR, "attribute required", source, column=name)
 
 
+def _declared_values(table: MessageTable) -> Iterator[tuple[str, dict, str]]:
+    """(attribute, declaration, where the value is declared) of the attributes the table stores,
+    the definition's own `datacontenttype` standing for the attribute's value when the attribute
+    declares none (as in the matcher: rc2 "datacontenttype" implies the attribute's value)."""
+    declared = dict(_declarations(table))
+    content_type = declared_content_type(table.message)
+    if content_type is not None and "datacontenttype" in table.schema.fieldNames():
+        own = declared.get("datacontenttype", {})
+        if own.get("value") is None:
+            declared["datacontenttype"] = {**own, "value": content_type}
+    for name, decl in declared.items():
+        written = table.message.attributes.get(name)
+        from_attribute = isinstance(written, dict) and written.get("value") is not None
+        yield name, decl, f"attributes.{name}.value" if from_attribute else "datacontenttype"
+
+
 def rule_attribute_values(table: MessageTable) -> Iterator[Expectation]:
-    """An attribute declared with a constant `value` holds exactly that value. Timestamp values
-    are creation-time defaults, not constraints (as in the matcher)."""
-    for name, decl in _declarations(table):
+    """An attribute declared with a constant `value` holds exactly that value, by the matcher's
+    rule (attributes.value_rule): a typed column holds the parsed value (`value_set`), a content
+    type is a media type the declared one accepts (`media_type_regex`). Timestamp values are
+    creation-time defaults, not constraints (as in the matcher); a binary column's bytes have no
+    form in a suite file (JSON), so the matcher alone compares them."""
+    for name, decl, source in _declared_values(table):
         value, kind = decl.get("value"), str(decl.get("type") or "string").lower()
-        if value is None or kind in ("timestamp", "uritemplate") or "{" in str(value):
+        if value is None or kind in ("timestamp", "uritemplate", "binary") or "{" in str(value):
             continue
-        yield _expect(IN_SET, ERROR, "attribute value", f"attributes.{name}.value", column=name, value_set=[value])
+        text = declared_text(value)
+        if is_content_type(name):
+            yield _expect(MATCH_REGEX, ERROR, "attribute value", source, column=name, regex=media_type_regex(text))
+        else:
+            yield _expect(IN_SET, ERROR, "attribute value", source, column=name, value_set=value_set(kind, text))
 
 
 def rule_uritemplates(table: MessageTable, strict: bool = False) -> Iterator[Expectation]:
@@ -177,7 +201,8 @@ def rule_uritemplates(table: MessageTable, strict: bool = False) -> Iterator[Exp
 
 def rule_attribute_types(table: MessageTable) -> Iterator[Expectation]:
     """Declared attribute types hold: typed columns (timestamp, integer, boolean, binary) are of
-    that Spark type, so every value parsed; `uri` values are absolute URIs."""
+    that Spark type, so every value parsed; `uri` and `urireference` values have their syntax
+    (attributes.TEXT_SYNTAX, the matcher's regex)."""
     columns = table.schema.fieldNames()
     declared = dict(_declarations(table))
     for name in [*declared, *(n for n in CE_TYPED if n in columns and n not in declared)]:
@@ -186,8 +211,8 @@ def rule_attribute_types(table: MessageTable) -> Iterator[Expectation]:
         source = f"attributes.{name}.type" if "type" in declared.get(name, {}) else "CloudEvents 1.0 attribute type"
         if kind in SPARK_TYPE_NAMES:
             yield _expect(OF_TYPE, ERROR, "attribute type", source, column=name, type_=SPARK_TYPE_NAMES[kind])
-        elif kind == "uri":
-            yield _expect(MATCH_REGEX, ERROR, "attribute type", source, column=name, regex=FORMATS["uri"])
+        elif kind in TEXT_SYNTAX:
+            yield _expect(MATCH_REGEX, ERROR, "attribute type", source, column=name, regex=TEXT_SYNTAX[kind])
 
 
 # --- payload rules (the data schema, through the derived column metadata)

@@ -104,14 +104,3 @@ def from_base64(text) -> bytes | None:
     except (binascii.Error, ValueError):
         return None
 
-
-def media_type(text: str) -> tuple[str, dict[str, str]]:
-    """A media type as (lower-case type/subtype, {lower-case parameter: value}); a `charset`
-    value is lower-cased too (RFC 9110 8.3.1 and 8.3.2: all of these are case-insensitive)."""
-    head, *params = text.split(";")
-    parsed = {}
-    for param in params:
-        name, _, val = param.partition("=")
-        name, val = name.strip().lower(), val.strip().strip('"')
-        parsed[name] = val.lower() if name == "charset" else val
-    return head.strip().lower(), parsed

@@ -8,8 +8,13 @@ discriminators point to, plus the few that declare neither exactly, so the cost 
 not grow with the number of definitions.
 
 Rules (each a named function below, with the spec section it implements):
-* rule_value_equals: a declared `value` must be equal, case-sensitive (spec "value"); a
-  `datacontenttype` is compared as a media type (rule_media_type).
+* rule_value_equals: a declared `value` must be equal (spec "value"): text case-sensitively, a
+  typed attribute by its value, a content type (`datacontenttype`, a binding's content-type
+  option) as a media type (attributes.py, the rules the table's suite applies too).
+* declared_content_type: the definition's own `datacontenttype` (declared, not inferred from its
+  schema format) is the payload's media type (spec "datacontenttype"; rc2's example: it implies
+  the CloudEvents attribute's value). A record that names no content type carries JSON, unless
+  its payload is base64 (records.py `payload:contenttype`).
 * rule_uritemplate: a `uritemplate` value matches with placeholders as wildcards (spec "value",
   RFC 6570 level 1). A placeholder matches one or more characters, `/` and `:` included (real
   catalogs put whole URLs in one placeholder); the whole value is anchored; where a split is
@@ -25,7 +30,8 @@ Rules (each a named function below, with the spec section it implements):
   values. A binding's delivery settings (MQTT qos/retain/expiry, AMQP header) are never
   filters (protocols.py).
 * rule_attribute_type: declared types are checked (spec "Type System": integer, boolean,
-  timestamp (RFC 3339), uri, urireference, binary; string and uritemplate accept any text).
+  timestamp (RFC 3339), uri, urireference, binary; string and uritemplate accept any text), by
+  the parse that types the table's column (attributes.py).
 * rule_protocol: a definition with a protocol matches only records of that protocol (and
   version, when both name one); one with only an envelope applies to every binding of it.
 * rule_same_placeholder_value: a placeholder used more than once (including what is inherited
@@ -38,18 +44,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from uritemplate import URITemplate
 
+from . import attributes
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
-from .jsonvalues import INTEGER_TEXT, media_type
 from .protocols import BY_FAMILY
 from .records import Record
 
 LOOSE = "(.+?)"
 STRICT = "((?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+?)"
-INT32 = 1 << 31
+# the record's payload content type (records.py), filtered by the definition's `datacontenttype`
+CONTENT_TYPE = "payload:contenttype"
 
 
 # RFC 6570 operators whose expansion names the variable or starts with a fixed character, and
@@ -90,14 +98,6 @@ def template_regex(template: str, strict: bool = False) -> tuple[str, list[str]]
     return "^" + "".join(parts) + "$", names
 
 
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def registry_reference(value) -> bool:
     """A `dataschema` value pointing consumers at the catalog's own registry entry: producers do
     not send it, so it neither filters records nor is required of them."""
@@ -106,16 +106,18 @@ def registry_reference(value) -> bool:
 
 @dataclass(frozen=True)
 class Check:
-    key: str  # 'ce:<attribute>' or 'opt:<option>[.<entry>]' (records.py)
+    key: str  # 'ce:<attribute>', 'opt:<option>[.<entry>]' or CONTENT_TYPE (records.py)
     value: str | None  # exact value
     regex: re.Pattern | None  # anchored pattern of a uritemplate value
     names: tuple[str, ...]  # its placeholders, in group order
     required: bool
     type: str  # CloudEvents attribute type
+    # whether a text equals `value` (attributes.value_rule); derived from the fields above
+    equals: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 def _check(key: str, decl: dict, strict: bool) -> Check | None:
-    value = _text(decl.get("value"))
+    value = attributes.declared_text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
     if kind == "timestamp" and (value is None or "{" not in value):
@@ -128,7 +130,9 @@ def _check(key: str, decl: dict, strict: bool) -> Check | None:
     if value is not None and "{" in value:
         pattern, names = template_regex(value, strict)
         regex, value = re.compile(pattern), None
-    return Check(key, value, regex, tuple(names), required, kind)
+    name = key.rpartition(".")[2] if key.startswith("opt:") else key.partition(":")[2]
+    equals = attributes.value_rule(name, kind, value) if value is not None else None
+    return Check(key, value, regex, tuple(names), required, kind, equals)
 
 
 def _option_checks(options: dict, strict: bool, delivery: frozenset[str] = frozenset()) -> list[Check]:
@@ -181,6 +185,16 @@ def _guaranteed(check: Check) -> bool:
     return core and plain and (check.value is None or (check.key == "ce:specversion" and check.value == "1.0"))
 
 
+def declared_content_type(message: MessageDefinition) -> str | None:
+    """The payload's media type as the definition declares it (`datacontenttype`, or the
+    CloudEvents attribute's value; the catalog makes them agree), or None: inferred from the
+    schema format it is a guess (resolve.py), a template it is checked as one (rule_uritemplate)."""
+    declared = message.get("datacontenttype")
+    if message.datacontenttype_inferred or not isinstance(declared, str) or "{" in declared:
+        return None
+    return declared
+
+
 def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> Definition:
     """One definition as data: its protocol, envelope and every check a record must pass."""
     is_ce = (message.envelope or "").lower().startswith("cloudevents")
@@ -193,6 +207,9 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
                 decl = {**CE_TYPED.get(name, {}), **decl}
                 check = _check(f"ce:{name}", decl, strict)
                 checks += [check] if check and not _guaranteed(check) else []
+    content_type = declared_content_type(message)
+    if content_type is not None:
+        checks.append(_check(CONTENT_TYPE, {"value": content_type}, strict))
     family = protocol_family(message.protocol)
     family = None if family in (None, "NONE") else family
     binding = BY_FAMILY.get(family or "")
@@ -206,20 +223,7 @@ def compile_definition(idx: int, message: MessageDefinition, strict: bool = Fals
 # -- the rules, over a candidate definition `d`, one of its checks `c`, and the record's field value
 
 def rule_value_equals(c: Check, value: str) -> bool:
-    if c.value is None:
-        return True
-    if c.key == "ce:datacontenttype":
-        return rule_media_type(c.value, value)
-    return value == c.value
-
-
-def rule_media_type(declared: str, value: str) -> bool:
-    """`datacontenttype` (RFC 2046 media type, CloudEvents "datacontenttype"): the same type and
-    subtype, and every parameter the definition declares with the same value; parameters it
-    does not declare (e.g. a charset) do not matter. Case as RFC 9110 says (`media_type`)."""
-    want, want_params = media_type(declared)
-    got, got_params = media_type(value)
-    return want == got and all(got_params.get(k) == v for k, v in want_params.items())
+    return c.equals is None or c.equals(value)
 
 
 def rule_uritemplate(c: Check, value: str) -> re.Match | None:
@@ -233,26 +237,9 @@ def rule_required(c: Check, value: str | None) -> bool:
 
 
 def rule_attribute_type(c: Check, value: str, rec: Record) -> bool:
-    kind = c.type
-    if kind == "string" or kind == "uritemplate":
-        return True
-    if kind == "integer":  # CloudEvents Integer: a 32-bit signed integer
-        return INTEGER_TEXT.fullmatch(value) is not None and -INT32 <= int(value) < INT32
-    if kind == "boolean":
-        return value in ("true", "false")
-    if kind == "timestamp":
-        return rec.timestamp(c.key) is not None
-    if kind == "uri":
-        return URI.match(value) is not None
-    if kind == "urireference":
-        return " " not in value
-    if kind == "binary":
-        return BASE64.fullmatch(value) is not None
-    return True
-
-
-URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^ ]*\Z")
-BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+    if c.type == "timestamp":
+        return rec.timestamp(c.key) is not None  # attributes.PARSERS' rfc3339, parsed once per record
+    return attributes.accepts(c.type, value)
 
 
 def rule_protocol(d: Definition, rec: Record, family: str | None, version: str | None) -> bool:

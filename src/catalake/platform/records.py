@@ -16,7 +16,8 @@ as text and is decoded once (landing-zone.md); a structured event's `data` is wh
 event format says it is.
 
 `fields` is what the matcher checks: `ce:<attribute>` and `opt:<option>` / `opt:<section>.<entry>`
-(the catalog's protocol option names) -> text.
+(the catalog's protocol option names) -> text, and `payload:contenttype`, the payload's media
+type (`payload_content_type`).
 
 Why Python and not Spark SQL: a record is a few dictionary lookups here, while the same
 normalization as Spark expressions cost more than the whole plain Python classification of a
@@ -248,6 +249,17 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
     rec.data_b64 = as_text(obj.get(binding.base64_member)) if binding.base64_member else None
 
 
+def payload_content_type(rec: Record) -> str | None:
+    """The payload's media type: an event's `datacontenttype`, another record's content type
+    (header or property of its binding). A record that names none carries JSON (the CloudEvents
+    JSON format says so of a structured event's `data`, and the landing zone reads any other
+    such payload as JSON), unless its payload is base64, which says nothing of its type."""
+    declared = rec.attrs.get("datacontenttype") if rec.attrs is not None else rec.content_type
+    if declared is None and rec.data_b64 is None:
+        return "application/json"
+    return declared
+
+
 def _fields(rec: Record) -> dict:
     fields = {}
     if rec.attrs is not None:
@@ -256,6 +268,9 @@ def _fields(rec: Record) -> dict:
         # CloudEvents JSON format: a structured event without datacontenttype carries JSON
         if rec.is_structured and "datacontenttype" not in rec.attrs and rec.data_b64 is None:
             fields["ce:datacontenttype"] = "application/json"
+    content_type = payload_content_type(rec)
+    if content_type is not None:
+        fields["payload:contenttype"] = content_type
     if rec.binding is not None:
         for name, value in rec.binding.options(rec.raw, rec.headers, rec.props).items():
             if isinstance(value, dict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..jsonvalues import media_type
+from ..attributes import same_media_type
 from .normalize import Origin
 from .problems import Problem
 from .registry import registry_reference
@@ -234,7 +234,7 @@ def rule_datacontenttype_consistent(msg: dict, origin: Origin) -> list[Problem]:
     first_tokens, first = places[0]
     return [_problem(origin, tokens, "datacontenttype-consistent",
                      f"content type {value!r} differs from {first!r} declared at /{'/'.join(map(str, first_tokens))}")
-            for tokens, value in places[1:] if media_type(value) != media_type(first)]
+            for tokens, value in places[1:] if not same_media_type(value, first)]
 
 
 def rule_dataschema_attribute_matches(msg: dict, origin: Origin, registry: dict) -> list[Problem]:
