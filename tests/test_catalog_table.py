@@ -70,6 +70,22 @@ def test_a_changed_definition_is_one_new_commit(store, tmp_path):
     assert store.read(CATALOG_TABLE).where("ce_subject = 'trips/{ride_id}'").count() == 2
 
 
+def test_an_xref_alias_is_a_row_naming_its_targets_table_issue_34_1(store, tmp_path):
+    catalog_dir = tmp_path / "catalog"
+    shutil.copytree(DEMO_CATALOG, catalog_dir)
+    write_catalog_table(store, load_catalog([catalog_dir]))
+    target = "/messagegroups/bikeshare.rides/messages/bikeshare.rides.RideStarted"
+    (catalog_dir / "alias.xreg.json").write_text(json.dumps({"messagegroups": {"partners": {"messages": {
+        "RideStarted": {"xref": target}}}}}))
+    catalog = load_catalog([catalog_dir])
+    assert len(catalog.messages) == 9 and len(catalog.aliases) == 1
+    result = write_catalog_table(store, catalog)
+    # the alias is added, and the target (which now names its alias) changes
+    assert result["added"] == ["/messagegroups/partners/messages/RideStarted"] and result["changed"] == [target]
+    row = store.read(CATALOG_TABLE).where("group_id = 'partners'").first()
+    assert (row["xref"], row["table_name"], row["ce_type"]) == (target, "bikeshare_rides__ridestarted", "bikeshare.rides.RideStarted")
+
+
 def test_real_feeders_catalog_table(store, shared_data):
     catalog = load_catalog([shared_data / "real-time-sources/feeders"])
     write_catalog_table(store, catalog)

@@ -3,7 +3,9 @@
 import datetime as dt
 import json
 
-from catalake.platform.catalog import load_catalog
+import pytest
+
+from catalake.platform.catalog import CatalogError, load_catalog
 from catalake.platform.catalog.documents import read_file
 from catalake.platform.classifier import Classifier, Plan
 from catalake.platform.landing import partition_files, plan_tasks
@@ -24,7 +26,9 @@ def test_yaml_aliases_are_refused_before_they_expand(tmp_path):
     assert "aliases" in problems[0].message and problems[0].pointer == "line 5, column 14"  # the first `*a`
 
 
-def test_a_schema_that_refers_to_itself_without_end_dead_letters_instead_of_failing(tmp_path):
+def test_a_schema_that_refers_to_itself_without_end_is_a_catalog_error_not_a_failing_run(tmp_path):
+    """Issue 30 point 7: `{"$ref": "#"}` is refused when the catalog is read (it was a dead letter
+    for one definition and a pass for another); a recursion that reads data still classifies."""
     recursive = {"type": "object", "properties": {"n": {"type": "integer"}, "child": {"$ref": "#"}}}
     endless = {"$ref": "#"}
 
@@ -36,15 +40,21 @@ def test_a_schema_that_refers_to_itself_without_end_dead_letters_instead_of_fail
     catalog.mkdir()
     (catalog / "c.xreg.json").write_text(json.dumps(
         {"messagegroups": {"g": {"messages": {"A": message(recursive), "B": message(endless)}}}}))
+    with pytest.raises(CatalogError) as refused:
+        message_tables(load_catalog([catalog]), [catalog])
+    assert [(p.pointer, p.rule) for p in refused.value.problems] == [
+        ("/messagegroups/g/messages/B/dataschema", "schema-reference-endless")]
+    (catalog / "c.xreg.json").write_text(json.dumps({"messagegroups": {"g": {"messages": {"A": message(recursive)}}}}))
     day = tmp_path / "landing" / DAY.isoformat()
     day.mkdir(parents=True)
     event = {"specversion": "1.0", "id": "1", "source": "/s", "type": "t.A", "datacontenttype": "application/json"}
-    lines = [{**event, "data": {"n": 1, "child": {"n": 2, "child": {"n": 3}}}}, {**event, "data": {"n": "x"}}]
+    lines = [{**event, "data": {"n": 1, "child": {"n": 2, "child": {"n": "3"}}}}, {**event, "data": {"n": "x"}},
+             {**event, "data": {"n": 1, "child": {"n": 2}}}]
     (day / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     tables, _ = message_tables(load_catalog([catalog]), [catalog])
     plan = Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime.now(dt.timezone.utc), "t")
     pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", DAY), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
-    # the recursive schema decides the first record; neither accepts the second
-    assert result.records == 2 and result.deadletter == {"ambiguous": 1}
+    # the recursion (kept as JSON text) is checked by jsonschema at every depth
+    assert result.records == 3 and result.deadletter == {"schema_violation": 2}
     assert {name: len(files) for name, files in result.files.items()} == {"messages/g__a": 1, "deadletter": 1}

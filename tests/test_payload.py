@@ -66,10 +66,11 @@ def test_a_value_of_the_wrong_kind_is_typed_null_and_reported():
     assert rows[0][1] == ["data.id: 5 is not of type 'string'", "data.readings: has an item that does not match its schema",
                           "data.labels: [] is not of type 'object'"]
     assert rows[1][0]["readings"] is None and rows[1][2] == ["data.readings:type"]
-    assert check({"type": "integer"}, ["5", 5, True, 2**63]) == [
+    assert check({"type": "integer"}, ["5", 5, True, 2**63, 1.5]) == [
         (None, ["data: 5 is not of type 'integer'"], ["data:type"]), (5, [], []),
         (None, ["data: true is not of type 'integer'"], ["data:type"]),
-        (None, [f"data: {2**63} is not of type 'integer'"], ["data:type"])]
+        (None, [f"data: {2**63} does not fit the column's 64-bit integer ({-2**63} to {2**63 - 1})"], ["data:type"]),
+        (None, ["data: 1.5 is not of type 'integer'"], ["data:type"])]
 
 
 def test_constraints_an_expectation_covers_are_left_to_it():
@@ -82,8 +83,11 @@ def test_logical_types_and_decimals():
     millis = StructField("at", TimestampType(), True, {"catalake.unit": "millis"})
     typer = compile_payload(StructType([millis, StructField("amount", DecimalType(10, 2))]), {})
     errors = []
-    assert typer({"at": 1795169340000, "amount": "12.345"}, errors) == {
-        "at": dt.datetime(2026, 11, 20, 10, 9, tzinfo=dt.timezone.utc), "amount": decimal.Decimal("12.35")}
+    assert typer({"at": 1795169340000, "amount": "12.3"}, errors) == {
+        "at": dt.datetime(2026, 11, 20, 10, 9, tzinfo=dt.timezone.utc), "amount": decimal.Decimal("12.30")}
     assert typer({"at": "2026-11-20T10:09:00+01:00", "amount": 1e20}, errors)["at"] == dt.datetime(
         2026, 11, 20, 9, 9, tzinfo=dt.timezone.utc)
     assert errors == [("data.amount:type", "data.amount: 1e+20 is not a decimal(10,2)")]
+    # more places than the scale: refused, never rounded (issue 34.6)
+    assert typer({"amount": "12.345"}, errors)["amount"] is None
+    assert errors[-1] == ("data.amount:scale", "data.amount: 12.345 has more decimal places than the column's scale 2 (never rounded)")

@@ -8,7 +8,7 @@ from pyspark.sql.types import (
 )
 from referencing import Registry
 
-from catalake.platform.schemas.json_schema import SchemaError, json_schema_to_spark, resource
+from catalake.platform.schemas.json_schema import NeverFollowed, SchemaError, json_schema_to_spark, resource
 
 D7 = "http://json-schema.org/draft-07/schema#"
 
@@ -134,7 +134,8 @@ def test_unresolvable_ref_is_a_clear_error():
 
 
 def test_network_refs_are_never_fetched():
-    with pytest.raises(SchemaError, match="does not resolve"):
+    # a catalog error like a dataschemauri to the network (issue 30 point 7), not a schema left untyped
+    with pytest.raises(NeverFollowed, match="never followed"):
         json_schema_to_spark({"properties": {"a": {"$ref": "https://example.com/never-fetched.json"}}})
 
 

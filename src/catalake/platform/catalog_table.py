@@ -39,7 +39,7 @@ SCHEMA = StructType(
         _field("protocol", StringType(), "protocol binding, e.g. KAFKA, MQTT/5.0, AMQP/1.0, HTTP, NATS"),
         _field("base_message", StringType(), "xid of the direct basemessage"),
         _field("base_chain", ArrayType(StringType()), "basemessage chain, nearest first"),
-        _field("xref", StringType(), "xid of the definition this one aliases"),
+        _field("xref", StringType(), "xid of the definition this one aliases (an alias feeds its target's table)"),
         _field("ce_type", StringType(), "declared CloudEvents type value"),
         _field("ce_source", StringType(), "declared CloudEvents source value (may be a URI template)"),
         _field("ce_subject", StringType(), "declared CloudEvents subject value (may be a URI template)"),
@@ -146,7 +146,7 @@ def catalog_row(message: MessageDefinition) -> dict:
 def catalog_dataframe(spark: SparkSession, catalog: Catalog) -> DataFrame:
     # The catalog is metadata (one small row per definition), not event data: building it on the
     # driver is right; event tables are always written by executors.
-    return spark.createDataFrame([catalog_row(m) for m in catalog.messages], SCHEMA)
+    return spark.createDataFrame([catalog_row(m) for m in catalog.listed], SCHEMA)
 
 
 def write_catalog_table(store, catalog: Catalog) -> dict:
@@ -161,7 +161,7 @@ def write_catalog_table(store, catalog: Catalog) -> dict:
         description="The message catalog: one row per (group, message) definition, resolved and normalized.",
     )
     before = {r["xid"]: r["fingerprint"] for r in store.read_arrow(CATALOG_TABLE).select(["xid", "fingerprint"]).to_pylist()}
-    after = {m.xid: m.fingerprint for m in catalog.messages}
+    after = {m.xid: m.fingerprint for m in catalog.listed}
     changes = {
         "added": sorted(after.keys() - before.keys()),
         "removed": sorted(before.keys() - after.keys()),

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from pyspark.sql.types import ArrayType, DataType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, DateType, StringType, StructField, StructType, TimestampType
 
 from .attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
 from .config import GX_SUITES
@@ -50,6 +50,7 @@ SPARK_TYPE_NAMES = {"boolean": "BooleanType", "integer": "IntegerType", "binary"
 PAYLOAD_TYPE_FORMATS = {"date-time": "TimestampType", "date": "DateType"}
 
 FieldPath = tuple[str, ...]
+TEXTLESS = (TimestampType, DateType)  # `format: date-time` / `date` columns: the text is parsed
 
 
 @dataclass(frozen=True)
@@ -262,10 +263,11 @@ def rule_payload_required(table: MessageTable) -> Iterator[Expectation]:
 
 
 def rule_payload_enum(table: MessageTable) -> Iterator[Expectation]:
-    """`enum` / `const` (JSON Schema) and Avro enum symbols: values in the set."""
-    for path, _, _, check in _payload(table):
+    """`enum` / `const` (JSON Schema) and Avro enum symbols: values in the set (not of a
+    timestamp or date column, which holds no text: jsonschema checks those, payload.uncompiled)."""
+    for path, f, _, check in _payload(table):
         values = check.get("enum") if "enum" in check else ([check["const"]] if "const" in check else None)
-        if values is not None:
+        if values is not None and not isinstance(f.dataType, TEXTLESS):
             yield _expect(IN_SET, ERROR, "payload enum", _source(table, path, "enum" if "enum" in check else "const"),
                           column=_column(path), path=path, value_set=[v for v in values if v is not None])
 
@@ -286,17 +288,18 @@ def rule_payload_range(table: MessageTable) -> Iterator[Expectation]:
 
 
 def rule_payload_length(table: MessageTable) -> Iterator[Expectation]:
-    """`minLength` / `maxLength`: string lengths between."""
-    for path, _, _, check in _payload(table):
-        if "minLength" in check or "maxLength" in check:
+    """`minLength` / `maxLength`: string lengths between (of a string column)."""
+    for path, f, _, check in _payload(table):
+        if ("minLength" in check or "maxLength" in check) and isinstance(f.dataType, StringType):
             yield _expect(LENGTHS_BETWEEN, ERROR, "payload length", _source(table, path, "minLength/maxLength"),
                           column=_column(path), path=path, min_value=check.get("minLength"), max_value=check.get("maxLength"))
 
 
 def rule_payload_pattern(table: MessageTable) -> Iterator[Expectation]:
-    """`pattern`: values match the regex (JSON Schema patterns are unanchored searches)."""
-    for path, _, _, check in _payload(table):
-        if "pattern" in check:
+    """`pattern`: values match the regex (JSON Schema patterns are unanchored searches), of a
+    string column."""
+    for path, f, _, check in _payload(table):
+        if "pattern" in check and isinstance(f.dataType, StringType):
             yield _expect(MATCH_REGEX, ERROR, "payload pattern", _source(table, path, "pattern"),
                           column=_column(path), path=path, regex=check["pattern"])
 

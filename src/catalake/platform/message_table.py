@@ -50,8 +50,8 @@ from .catalog.rules import SCHEMA_SLOTS
 from .protocols import BY_FAMILY, TEXT_MAP
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_field
-from .schemas.json_schema import InvalidConstraint, SchemaError
-from .schemas.references import DataSchema, ForbiddenReference, resolve_data_schema
+from .schemas.json_schema import EndlessReference, InvalidConstraint, NeverFollowed, SchemaError
+from .schemas.references import DataSchema, resolve_data_schema
 from .schemas.unions import JSON_STRING
 from .storage import PARTITION_COLUMN, DeltaStore
 
@@ -186,7 +186,7 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
     try:
         data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
         data = data_column(message, data_schema)
-    except (ForbiddenReference, InvalidConstraint):
+    except (NeverFollowed, InvalidConstraint):
         raise
     except SchemaError as exc:
         data_schema = None
@@ -220,9 +220,10 @@ def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[Messag
     for message in catalog:
         try:
             tables.append(message_table(message, catalog, roots))
-        except (ForbiddenReference, InvalidConstraint) as exc:
+        except (NeverFollowed, InvalidConstraint) as exc:
             slot = next((k for k in SCHEMA_SLOTS if k in message.definition), "dataschema")
-            rule = "schema-reference-forbidden" if isinstance(exc, ForbiddenReference) else "schema-constraint-invalid"
+            rule = ("schema-reference-forbidden" if isinstance(exc, NeverFollowed) else
+                    "schema-reference-endless" if isinstance(exc, EndlessReference) else "schema-constraint-invalid")
             forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", rule, str(exc)))
     if forbidden:
         raise CatalogError(forbidden)

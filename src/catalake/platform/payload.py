@@ -18,9 +18,10 @@ What a type needs beyond its Spark type is metadata too (JSON Structure, schemas
 `catalake.format` (the syntax of uuid, uri, jsonpointer, time, duration), `catalake.wire` (the
 key a property has in the record).
 
-A data schema using keywords this does not compile (`not`, `if`, `dependentRequired`,
-`uniqueItems`, `multipleOf`, ...) is also validated by jsonschema itself (classify's worker);
-`needs_python_validation` tells which.
+A data schema using keywords this does not compile exactly (`not`, `if`, `dependentRequired`,
+`uniqueItems`, `multipleOf`, a `required` name not under `properties`, a type list, ...: `uncompiled`)
+is also validated by jsonschema itself (the classifier), and every error it finds counts; so is a
+recursive one (`catalake.recursion`: kept as JSON text). `needs_python_validation` tells which.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .jsonvalues import UTC, from_base64, iso_datetime
+from .jsonvalues import UTC, from_base64, iso_datetime, rfc3339
 from .patterns import PatternError, python_regex
 
 FORMATS = {
@@ -61,12 +62,31 @@ FORMATS = {
     "hostname": r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
     "ipv4": r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$",
 }
-# keywords that constrain values but are not compiled here -> jsonschema in Python
-PYTHON_KEYWORDS = {
-    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "uniqueItems",
-    "multipleOf", "contains", "propertyNames", "minProperties", "maxProperties", "oneOf", "anyOf",
-    "unevaluatedProperties", "unevaluatedItems", "prefixItems", "additionalItems", "minContains", "maxContains",
+# every JSON Schema keyword (draft-04 to 2020-12) that asserts something of an instance; the
+# others (title, $comment, format, vendor keywords, ...) only describe it
+ASSERTIONS = {
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
+    "maxProperties", "minProperties", "required", "dependentRequired", "dependencies", "properties",
+    "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems", "contains",
+    "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+    "unevaluatedItems", "unevaluatedProperties", "$ref", "$recursiveRef", "$dynamicRef",
 }
+# the ones the typing and the suite compile (json_schema.py maps them, `constraints` carries their
+# values), each under the conditions `_uncompiled_here` checks
+COMPILED = {
+    "type", "enum", "const", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
+    "minLength", "pattern", "maxItems", "minItems", "required", "properties", "additionalProperties", "items", "$ref",
+}
+# the keywords whose values are schemas (or maps or lists of schemas), walked for more keywords
+SUBSCHEMAS = {
+    "properties", "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems",
+    "contains", "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+    "dependencies", "unevaluatedItems", "unevaluatedProperties", "definitions", "$defs", "contentSchema",
+}
+BY_KIND = {"number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
+           "string": {"minLength", "maxLength", "pattern"}, "array": {"minItems", "maxItems", "items"},
+           "object": {"properties", "additionalProperties", "required"}}
 INTEGER_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
 JSON_INT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] int`
 # JSON Structure string types with a syntax (core, "Primitive types"): a value without it is
@@ -88,18 +108,84 @@ Node = Callable[[Any, Errors], Any]  # a present, non-null JSON value -> its typ
 
 
 def needs_python_validation(schema: Any) -> bool:
-    """Whether a JSON Schema document uses a keyword the native checks do not cover."""
+    """Whether a JSON Schema document uses a keyword the native checks do not compile exactly:
+    its payloads are then validated by jsonschema too (classifier.py), never let through on
+    the keywords it could not check."""
+    return bool(uncompiled(schema))
+
+
+def uncompiled(schema: Any) -> set[str]:
+    """The assertion keywords of a JSON Schema document that the native typing and checks do not
+    compile exactly (`not`, `multipleOf`, a `required` name not under `properties`, a type
+    list, ...), anywhere in it."""
+    found: set[str] = set()
     if isinstance(schema, dict):
-        if PYTHON_KEYWORDS & schema.keys():
-            return True
-        if isinstance(schema.get("patternProperties"), dict) and schema.get("properties"):
-            return True
-        if isinstance(schema.get("items"), list):
-            return True
-        return any(needs_python_validation(v) for k, v in schema.items() if k not in ("enum", "const", "examples", "default"))
-    if isinstance(schema, list):
-        return any(needs_python_validation(v) for v in schema)
-    return False
+        found |= _uncompiled_here(schema)
+        for key in SUBSCHEMAS & schema.keys():
+            value = schema[key]
+            children = value.values() if key in ("properties", "patternProperties", "definitions", "$defs",
+                                                 "dependentSchemas", "dependencies") and isinstance(value, dict) else [value]
+            for child in children:
+                found |= uncompiled(child)
+    elif isinstance(schema, list):
+        for child in schema:
+            found |= uncompiled(child)
+    elif schema is False:
+        found.add("false")
+    return found
+
+
+def _scalar_kind(values: list) -> str | None:
+    """'string' or 'number' when every value of an enum/const is of that JSON kind (null aside),
+    the values the native check compares; None otherwise."""
+    kinds = {"string" if isinstance(v, str) else "number" if _is_number(v) else "other" for v in values if v is not None}
+    return next(iter(kinds)) if len(kinds) == 1 and "other" not in kinds else None
+
+
+def _not_null(schema) -> bool:
+    """Whether a property's column is null only when the property is absent (its schema has one
+    type, not null; a `$ref` is taken to name such a schema): then `required` is its not-null check."""
+    if not isinstance(schema, dict):
+        return False
+    if set(schema) & ASSERTIONS == {"$ref"}:
+        return True
+    declared = schema.get("type")
+    return isinstance(declared, str) and declared != "null"
+
+
+def _uncompiled_here(node: dict) -> set[str]:
+    """One schema node's assertion keywords that its mapping (json_schema.py) does not check exactly."""
+    found = (ASSERTIONS & node.keys()) - COMPILED
+    declared = node.get("type")
+    types = declared if isinstance(declared, list) else [declared] if declared is not None else []
+    kinds = [t for t in types if t != "null"]
+    if len(kinds) > 1 or (types and not kinds):  # a union kept as JSON text, or null alone: nothing checked
+        found |= ASSERTIONS & node.keys()
+    values = node["enum"] if isinstance(node.get("enum"), list) else [node["const"]] if "const" in node else None
+    if values is not None and _scalar_kind(values) is None:
+        found.add("enum" if "enum" in node else "const")
+    kind = kinds[0] if len(kinds) == 1 else None
+    kind = "number" if kind == "integer" else kind
+    if not types:  # the type is inferred, for every instance; JSON Schema applies keywords by kind
+        inferred = {k for k, names in BY_KIND.items() if names & node.keys()}
+        if inferred or (values is None and ASSERTIONS & node.keys() - {"$ref"}):
+            found |= ASSERTIONS & node.keys() - {"$ref"}
+    if kind == "string" and node.get("format") in ("date-time", "date"):
+        found |= {"minLength", "maxLength", "pattern", "enum", "const"} & node.keys()  # a timestamp or date column: no text left
+    properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+    if kind == "object":
+        required = node.get("required") or []
+        if not isinstance(required, list) or not all(name in properties and _not_null(properties[name]) for name in required):
+            found.add("required")  # a property not mapped, or whose column is null when present
+        extra = node.get("additionalProperties", True)
+        if not (extra is True or (extra is False and properties) or (isinstance(extra, dict) and not properties
+                                                                       and "patternProperties" not in node)):
+            found.add("additionalProperties")
+    if kind == "array" and not (node.get("items", True) is True or isinstance(node.get("items"), dict)):
+        found.add("items")
+    if "$ref" in node and ASSERTIONS & node.keys() - {"$ref"}:
+        found |= ASSERTIONS & node.keys()  # siblings of a $ref: merged by the mapping, both apply in 2019-09 and later
+    return found
 
 
 def shown(value) -> str:
@@ -169,10 +255,16 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
         bad = _type_error(path, f"is not a {dtype.simpleString()}")
         quantum, digits = decimal.Decimal(1).scaleb(-dtype.scale), dtype.precision
 
+        inexact_rule, inexact = f"{path}:scale", f"has more decimal places than the column's scale {dtype.scale} (never rounded)"
+
         def decimal_(v, errors):
             if _is_number(v) or isinstance(v, str):
                 try:
-                    value = decimal.Decimal(str(v)).quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
+                    given = decimal.Decimal(str(v))
+                    value = given.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
+                    if value.is_finite() and value != given:
+                        errors.append((inexact_rule, f"{path}: {shown(v)} {inexact}"))
+                        return None
                     if value.is_finite() and len(value.as_tuple().digits) <= digits:
                         return value
                 except (decimal.InvalidOperation, ValueError):
@@ -188,14 +280,15 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
             bad(v, errors)
         return boolean
     if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        bad = _type_error(path, "is not a 'date-time'")
+        bad = _type_error(path, "is not a 'date-time'" if isinstance(dtype, TimestampNTZType)
+                          else "is not a 'date-time' (RFC 3339, with its offset)")
         per_second = {"millis": 1_000, "micros": 1_000_000}.get(unit)
         naive = isinstance(dtype, TimestampNTZType)
 
         def timestamp(v, errors):
             value = None
-            if isinstance(v, str):
-                value = iso_datetime(v)
+            if isinstance(v, str):  # an instant needs its offset (RFC 3339); a local timestamp has none
+                value = iso_datetime(v) if naive else rfc3339(v)
             elif per_second and _is_int(v):
                 try:
                     value = EPOCH + dt.timedelta(microseconds=v * (1_000_000 // per_second))
@@ -241,14 +334,19 @@ def _integer(dtype: DataType, meta: dict, path: str) -> Node:
     if as_decimal:  # wider than the column can hold: the column's digits decide
         digits = 10 ** dtype.precision - 1
         low, high = max(low, -digits), min(high, digits)
-    bad = _type_error(path, "is not of type 'integer'" if not meta.get("catalake.range") else f"is not an integer in [{low}, {high}]")
+    ranged = meta.get("catalake.range")
+    bad = _type_error(path, "is not of type 'integer'" if not ranged else f"is not an integer in [{low}, {high}]")
+    column = f"{bits}-bit integer" if bits else dtype.simpleString()
+    too_wide = _type_error(path, f"does not fit the column's {column} ({low} to {high})") if not ranged else bad
 
     def integer(v, errors):
         if text and isinstance(v, str) and JSON_INT.fullmatch(v):
             v = int(v)
+        elif isinstance(v, float) and v.is_integer():  # 1.0 is an integer (JSON Schema draft 6 on; JSON has one number type)
+            v = int(v)
         if _is_int(v) and low <= v <= high:
             return decimal.Decimal(v) if as_decimal else v
-        bad(v, errors)
+        (too_wide if _is_int(v) else bad)(v, errors)
     return integer
 
 
@@ -259,6 +357,8 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
     def add(rule: str, fails: Callable[[Any], bool], message: Callable[[Any], str]) -> None:
         checks.append((f"{path}:{rule}", fails, message))
 
+    if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
+        rules = {k: v for k, v in rules.items() if k not in ("enum", "const")}  # parsed text: jsonschema checks these
     if isinstance(rules.get("enum"), list):
         allowed = [x for x in rules["enum"] if isinstance(x, (str, int, float)) and not isinstance(x, bool)]
         if allowed and len(allowed) == len([x for x in rules["enum"] if x is not None]):
@@ -305,7 +405,7 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
     """The typing closure of one schema node at `path`; constraints whose `<path>:<rule>` is in
     `covered` are left to the suite's expectations."""
     if meta.get("catalake.json"):
-        node: Node = lambda v, errors: orjson.dumps(v).decode()
+        node: Node = _json_text(meta, path)
     elif meta.get("catalake.xml"):
         node = lambda v, errors: v if isinstance(v, str) else orjson.dumps(v).decode()
     elif isinstance(dtype, StructType):
@@ -329,6 +429,19 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
         return typed
 
     return checked
+
+
+def _json_text(meta: dict, path: str) -> Node:
+    """A value kept as JSON text; one declared an object (`catalake.kind`, an open object) must be one."""
+    if meta.get("catalake.kind") != "object":
+        return lambda v, errors: orjson.dumps(v).decode()
+    bad = _type_error(path, "is not of type 'object'")
+
+    def json_object(v, errors):
+        if isinstance(v, dict):
+            return orjson.dumps(v).decode()
+        bad(v, errors)
+    return json_object
 
 
 def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -> Node:
@@ -414,8 +527,6 @@ def _map(dtype: MapType, meta: dict, path: str) -> Node:
 
 def compile_payload(dtype: DataType, meta: dict, covered: frozenset[str] = frozenset()) -> Callable[[Any, Errors], Any]:
     """The typing of a table's `data` column: (payload, or MISSING / None, errors) -> typed value."""
-    if meta.get("catalake.json"):
-        return lambda v, errors: None if v is None else orjson.dumps(v).decode()
     node = compile_node(dtype, meta, "data", covered)
     required = meta.get("catalake.required") and "data:required" not in covered
 

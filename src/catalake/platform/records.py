@@ -7,7 +7,8 @@ JSON `malformed_json`.
 
 CloudEvents attributes come from the structured event (every member but `data` and
 `data_base64`, as text) or, in binary mode, from the binding's headers or properties with its
-CloudEvents prefix; the binding's content type becomes `datacontenttype`. A content type
+CloudEvents prefix; the binding's content type becomes `datacontenttype`, also over a prefixed
+`datacontenttype` header (the bindings map the one to the other: Kafka 3.2.1). A content type
 starting with `application/cloudevents` means the payload is a structured-mode event.
 
 The payload is `data` (a JSON value; MISSING when absent) or `data_b64` (base64 text). A
@@ -238,7 +239,7 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
         attrs = {k: binding.attribute_value(v) if isinstance(v, str) else v for k, v in attrs.items()}
     if binding.kind == "rocketmq":  # RocketMQ names the content type CE_contenttype
         attrs.pop("contenttype", None)
-    if content_type is not None and "datacontenttype" not in attrs:
+    if content_type is not None:  # the binding's content type is `datacontenttype` (Kafka 3.2.1, HTTP 3.1.1, ...)
         attrs["datacontenttype"] = content_type
     if "specversion" in attrs or "type" in attrs or "id" in attrs:
         rec.attrs = attrs

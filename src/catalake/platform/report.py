@@ -24,7 +24,7 @@ def text_table(headers: list[str], rows: list[list]) -> str:
 
 
 def catalog_rows(catalog) -> tuple[list[str], list[list]]:
-    headers = ["group", "message", "envelope", "protocol", "base", "schema", "placeholders", "table"]
+    headers = ["group", "message", "envelope", "protocol", "base", "schema", "placeholders", "table", "alias of"]
     rows = [
         [
             m.group_id,
@@ -35,7 +35,8 @@ def catalog_rows(catalog) -> tuple[list[str], list[list]]:
             m.get("dataschemaformat") or "",
             ",".join(m.placeholders),
             m.table_name,
+            m.alias_of.xid if m.alias_of is not None else "",
         ]
-        for m in catalog.messages
+        for m in catalog.listed
     ]
     return headers, rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Iterable
 
@@ -10,7 +11,7 @@ from .documents import Document, read_documents
 from .model import Catalog, FileReport, MessageDefinition, slug
 from .normalize import NormalizedDocument, Origin, normalize_document
 from .problems import CatalogError, Problem
-from .resolve import apply_group_defaults, fill_implied, infer_schema_format, resolve_messages
+from .resolve import apply_group_defaults, fill_implied, infer_schema_format, message_key, resolve_messages, xid
 from .rules import MESSAGE_RULES, RESOLVED_RULES, rule_group_consistency
 from .structure import validate_structure
 
@@ -98,7 +99,10 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
     resolved, found = resolve_messages(groups, origins, broken)
     problems += found
     messages: list[MessageDefinition] = []
+    aliases = {key: _alias_target(key, resolved) for key, msg in resolved.items() if "xref" in msg}
     for key, msg in sorted(resolved.items()):
+        if key in aliases:
+            continue
         gid, _ = key
         msg = infer_schema_format(apply_group_defaults(msg, groups[gid]), registry)
         if msg.pop("_schemaformat_inferred", False):
@@ -136,16 +140,55 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
         )
         for _, nd in normalized
     ]
+    messages, alias_definitions = _with_aliases(messages, aliases, origins)
     _check_table_names(messages, origins, problems)
     problems = sorted(set(problems))
     catalog = Catalog(
         messages=messages,
+        aliases=alias_definitions,
         groups={gid: {k: v for k, v in g.items() if k != "messages"} for gid, g in groups.items()},
         schemagroups=registry,
         files=reports,
         schema_sources=sources,
     )
     return catalog, problems
+
+
+def _alias_target(key: tuple[str, str], resolved: dict) -> tuple[str, str]:
+    """The definition an `xref` alias finally names (an alias of an alias names its target's)."""
+    seen = {key}
+    while "xref" in resolved.get(key, {}):
+        key = message_key(resolved[key]["xref"])
+        if key in seen:
+            break
+        seen.add(key)
+    return key
+
+
+def _with_aliases(messages: list[MessageDefinition], aliases: dict, origins) -> tuple[list, list]:
+    """(the definitions, each naming its aliases; the aliases). An `xref` alias is the same
+    definition as its target (xRegistry core: the alias stands for the target), not a second one:
+    one table, the target's, and one candidate when matching. An alias whose target was refused
+    is left out; the target's problem is reported at the target."""
+    by_key = {(m.group_id, m.message_id): m for m in messages}
+    names: dict[tuple[str, str], list[str]] = {}
+    for alias, target in sorted(aliases.items()):
+        if target in by_key:
+            names.setdefault(target, []).append(xid(alias))
+    messages = [dataclasses.replace(m, aliases=tuple(names[(m.group_id, m.message_id)]))
+                if (m.group_id, m.message_id) in names else m for m in messages]
+    by_key = {(m.group_id, m.message_id): m for m in messages}
+    out = []
+    for (gid, mid), target in sorted(aliases.items()):
+        if target not in by_key:
+            continue
+        base = by_key[target]
+        out.append(MessageDefinition(
+            group_id=gid, message_id=mid, definition={**base.definition, "messageid": mid, "xref": base.xid},
+            base_chain=base.base_chain, source_file=origins[(gid, mid)].file,
+            source_pointer=origins[(gid, mid)].pointer, datacontenttype_inferred=base.datacontenttype_inferred,
+            alias_of=base))
+    return messages, out
 
 
 def _check_table_names(messages: list[MessageDefinition], origins, problems: list[Problem]) -> None:

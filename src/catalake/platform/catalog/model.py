@@ -39,6 +39,10 @@ class MessageDefinition:
     source_file: str = ""
     source_pointer: str = ""
     datacontenttype_inferred: bool = False
+    # an `xref` alias is its target under another name (xRegistry core "xref"): the target's
+    # definition, table and matching; it only shows in the catalog table and listings
+    alias_of: "MessageDefinition | None" = None
+    aliases: tuple[str, ...] = ()  # the xids of the aliases of this definition
 
     @property
     def xid(self) -> str:
@@ -58,6 +62,8 @@ class MessageDefinition:
         A definition that declares a `versionid` other than the default "1" is a new version of
         the message with a table of its own, `<group>__<message>__v<version>` (see evolution.py).
         """
+        if self.alias_of is not None:
+            return self.alias_of.table_name
         group, message = slug(self.group_id), slug(self.message_id)
         if message.startswith(group + "_"):
             message = message[len(group) + 1 :]
@@ -102,8 +108,11 @@ class MessageDefinition:
 
     @property
     def fingerprint(self) -> str:
+        identity = {"group": self.group_id, "message": self.message_id, "definition": self.definition}
+        if self.aliases:  # only when there are any: the fingerprints of other definitions stay as they were
+            identity["aliases"] = list(self.aliases)
         canonical = json.dumps(
-            {"group": self.group_id, "message": self.message_id, "definition": self.definition},
+            identity,
             sort_keys=True,
             separators=(",", ":"),
             default=str,
@@ -131,6 +140,7 @@ class Catalog:
     files: list[FileReport]
     schema_sources: dict[str, str] = field(default_factory=dict)  # schema group id -> file it came from
     warnings: list = field(default_factory=list)  # Problems of severity "warning"
+    aliases: list[MessageDefinition] = field(default_factory=list)  # `xref` aliases, not in `messages`
 
     def __iter__(self):
         return iter(self.messages)
@@ -138,8 +148,13 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.messages)
 
+    @property
+    def listed(self) -> list[MessageDefinition]:
+        """Every definition and every `xref` alias, as the catalog table and listings show them."""
+        return sorted(self.messages + self.aliases, key=lambda m: (m.group_id, m.message_id))
+
     def find(self, message_id: str, group_id: str | None = None) -> MessageDefinition:
-        hits = [m for m in self.messages if m.message_id == message_id and (group_id is None or m.group_id == group_id)]
+        hits = [m for m in self.listed if m.message_id == message_id and (group_id is None or m.group_id == group_id)]
         if len(hits) != 1:
             where = f" in group {group_id!r}" if group_id else ""
             raise KeyError(f"{len(hits)} definitions named {message_id!r}{where}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark.sql.types import (
     ArrayType,
@@ -54,6 +55,23 @@ class InvalidConstraint(SchemaError):
     """A constraint whose value its keyword does not allow (JSON Schema validation vocabulary):
     an error of the catalog, since the checks and expectations built from it could never run."""
 
+
+class NeverFollowed(SchemaError):
+    """A reference to the network or to a file (`http://...`, `file:///...`): never followed, an
+    error of the catalog wherever it is written (a `dataschemauri`, a `$ref` inside a schema)."""
+
+
+class EndlessReference(InvalidConstraint):
+    """A `$ref` cycle that reads no data (`{"$ref": "#"}`): no validator can finish it, so it is
+    an error of the catalog rather than a verdict that depends on who validates."""
+
+
+NEVER_FOLLOWED = ("http", "https", "ftp", "ws", "wss", "file")
+# keywords whose subschemas apply to the same instance (a cycle through them reads nothing)
+SAME_INSTANCE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref")
+# keywords whose subschemas apply to a part of the instance
+DESCENDING = ("properties", "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems",
+              "contains", "propertyNames", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties")
 
 COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
@@ -111,6 +129,29 @@ def _base_type(types: set[str]) -> str | None:
     return next(iter(types)) if len(types) == 1 else None
 
 
+def forbid_external(ref) -> None:
+    """A `$ref` to the network or to a file that the catalog's own schemas do not answer (by
+    their `$id`) is refused as a `dataschemauri` to the same is (schemas/references.py):
+    nothing outside the catalog is read."""
+    if isinstance(ref, str) and urlparse(ref).scheme.lower() in NEVER_FOLLOWED:
+        raise NeverFollowed(f"$ref {ref!r} points to the network or a file; it is never followed "
+                            "(put the schema in the catalog's registry)")
+
+
+def _subschemas(schema: dict, keywords: tuple[str, ...]) -> list:
+    """The subschemas of `schema` under these keywords (maps and lists of schemas flattened)."""
+    out = []
+    for key in keywords:
+        value = schema.get(key)
+        if key in ("properties", "patternProperties", "dependentSchemas") and isinstance(value, dict):
+            out += list(value.values())
+        elif isinstance(value, list):
+            out += value
+        elif isinstance(value, dict):
+            out.append(value)
+    return out
+
+
 class _Mapper:
     def __init__(self, registry: Registry, base_uri: str):
         self.registry = registry
@@ -124,6 +165,7 @@ class _Mapper:
             try:
                 resolved = resolver.lookup(ref)
             except Exception as exc:  # referencing raises several Unresolvable subclasses
+                forbid_external(ref)
                 raise SchemaError(f"$ref {ref!r} does not resolve: {exc}") from None
             key = id(resolved.contents)  # registry contents are stable objects: identity names the sub-schema
             if key in seen:
@@ -154,6 +196,31 @@ class _Mapper:
                 else:
                     merged.setdefault(key, value)
         return merged
+
+    def refuse_endless(self, schema: Any, resolver, chain: tuple[int, ...], done: set[int]) -> None:
+        """EndlessReference when some `$ref` leads back to a schema applying to the same instance
+        without reading any of it (through `$ref`, `allOf`, `anyOf`, `oneOf`, `not`, `if`...)."""
+        if not isinstance(schema, dict):
+            return
+        key = id(schema)
+        if key in chain:
+            raise EndlessReference("the data schema refers to itself without end (a $ref cycle that reads no data)")
+        if key in done:
+            return
+        chain += (key,)
+        for member in _subschemas(schema, SAME_INSTANCE[:-1]):
+            self.refuse_endless(member, resolver, chain, done)
+        if isinstance(schema.get("$ref"), str):
+            try:
+                resolved = resolver.lookup(schema["$ref"])
+            except Exception:  # noqa: BLE001 - the mapping reports an unresolvable $ref
+                forbid_external(schema["$ref"])
+                resolved = None
+            if resolved is not None:
+                self.refuse_endless(resolved.contents, resolved.resolver, chain, done)
+        done.add(key)
+        for child in _subschemas(schema, DESCENDING):
+            self.refuse_endless(child, resolver, (), done)
 
     # -- mapping
     def map(self, schema: Any, resolver, seen: tuple[int, ...], depth: int) -> tuple[DataType, bool, dict]:
@@ -233,7 +300,7 @@ class _Mapper:
             if value_schema is not None:
                 vtype, _, vmeta = self.map(value_schema, resolver, seen, depth + 1)
                 return MapType(StringType(), vtype, True), {"catalake.values": vmeta} if vmeta else {}
-            return StringType(), dict(JSON_STRING)  # open object without properties: kept as JSON text
+            return StringType(), {**JSON_STRING, "catalake.kind": "object"}  # open object without properties: kept as JSON text
         required = set(schema.get("required") or [])
         fields = []
         for name, prop in props.items():
@@ -276,7 +343,25 @@ class _Mapper:
         if len(mapped) == 1:
             return mapped[0][0], nullable, mapped[0][1]
         dtype, meta = union_type(mapped)
-        return dtype, nullable or meta == JSON_STRING, meta
+        return unchecked(dtype), nullable or meta == JSON_STRING, _unchecked_meta(meta)
+
+
+def _unchecked_meta(meta: dict) -> dict:
+    """Column metadata without value checks, at any depth: a check of one member of a union is
+    no check of the union (jsonschema decides those keywords, payload.uncompiled)."""
+    return {k: _unchecked_meta(v) if k in ("catalake.items", "catalake.values") and isinstance(v, dict) else v
+            for k, v in meta.items() if k != "catalake.check"}
+
+
+def unchecked(dtype: DataType) -> DataType:
+    """A union's type with no member's value checks in its fields (`_unchecked_meta`)."""
+    if isinstance(dtype, StructType):
+        return StructType([StructField(f.name, unchecked(f.dataType), f.nullable, _unchecked_meta(f.metadata)) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(unchecked(dtype.elementType), dtype.containsNull)
+    if isinstance(dtype, MapType):
+        return MapType(dtype.keyType, unchecked(dtype.valueType), dtype.valueContainsNull)
+    return dtype
 
 
 def json_schema_to_spark(
@@ -311,4 +396,5 @@ def json_schema_field(
         base_uri = root["$id"]
     registry = registry.with_resource(base_uri, resource(root) if isinstance(root, dict) else DRAFT7.create_resource(root))
     mapper = _Mapper(registry, base_uri)
+    mapper.refuse_endless(schema, registry.resolver(base_uri), (), set())
     return mapper.map(schema, registry.resolver(base_uri), (), 0)

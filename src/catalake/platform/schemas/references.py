@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 from ..catalog.model import MessageDefinition
 from ..catalog.problems import split_pointer
 from ..catalog.registry import find_schema, registry_reference, split_reference, version_content
-from .json_schema import SchemaError
+from .json_schema import NeverFollowed, SchemaError
 
 FAMILIES = {
     "jsonschema": "jsonschema",
@@ -43,7 +43,7 @@ class SchemaReferenceError(SchemaError):
     """A data schema reference that cannot be followed."""
 
 
-class ForbiddenReference(SchemaReferenceError):
+class ForbiddenReference(SchemaReferenceError, NeverFollowed):
     """A data schema reference that must not be followed (the network, or a file outside the
     configured roots): an error of the catalog, never a table left untyped."""
 
