@@ -14,7 +14,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, catalog_roots
 from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.landing import Piece, partition_files, plan_tasks, read_piece
+from catalake.platform.landing import Landed, Piece, partition_files, plan_tasks, read_piece
 from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.protocols import BINDINGS
@@ -496,7 +496,7 @@ def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(tmp_p
     path.write_bytes(("\r\n".join(lines[:200]) + "\n" + "\n".join(lines[200:]) + "\n").encode())
     other = tmp_path / "small.jsonl.gz"
     other.write_bytes(gzip.compress(b'{"n": 1}\n\n{"n": 3}\n'))
-    tasks = plan_tasks([path, other], 2, target=2048)  # a dozen pieces of big.jsonl
+    tasks = plan_tasks([Landed(str(p), p.stat().st_size) for p in (path, other)], 2, target=2048)  # a dozen pieces of big.jsonl
     pieces = [p for task in tasks for p in task]
     assert len([p for p in pieces if p.path == str(path)]) > 5
     got = {}
@@ -508,4 +508,4 @@ def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(tmp_p
     expected = {("big.jsonl", i): i for i in range(1, 401) if i % 37}
     expected.update({("small.jsonl.gz", 1): 1, ("small.jsonl.gz", 3): 3})
     assert got == expected  # every line once, at its number; blank lines skipped, CRLF stripped
-    assert [p for p in pieces if p.path == str(other)] == [Piece(str(other))]  # gzip: one piece
+    assert [p for p in pieces if p.path == str(other)] == [Piece(str(other), size=other.stat().st_size)]  # gzip: one piece

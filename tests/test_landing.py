@@ -2,12 +2,13 @@
 a jail for the landing root, bounded records, corrupt compressed files; in plain Python."""
 
 import datetime as dt
+import os
 import gzip
 import json
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.landing import MAX_RECORD_BYTES, partition_files, plan_tasks, read_piece
+from catalake.platform.landing import MAX_RECORD_BYTES, Landed, partition_files, plan_tasks, read_piece
 from catalake.platform.message_table import message_tables
 
 from conftest import DEMO_CATALOG
@@ -56,13 +57,13 @@ def test_symbolic_links_are_skipped_and_reported(tmp_path):
     (day / "passwd.jsonl").symlink_to(outside / "secret.jsonl")
     (day / "linked").symlink_to(outside, target_is_directory=True)
     skipped = []
-    assert partition_files(root, DAY, skipped) == [day / "good.jsonl"]
-    assert sorted(p.name for p in skipped) == ["linked", "passwd.jsonl"]
+    assert [f.path for f in partition_files(root, DAY, skipped)] == [str(day / "good.jsonl")]
+    assert sorted(os.path.basename(p) for p in skipped) == ["linked", "passwd.jsonl"]
     # a day folder that is itself a link is not read either
     other = root / "2026-11-21"
     other.symlink_to(outside, target_is_directory=True)
     skipped = []
-    assert partition_files(root, dt.date(2026, 11, 21), skipped) == [] and skipped == [other]
+    assert partition_files(root, dt.date(2026, 11, 21), skipped) == [] and skipped == [str(other)]
 
 
 def test_a_record_over_the_limit_is_dead_lettered_without_reading_it_whole(tmp_path):
@@ -83,7 +84,8 @@ def test_a_truncated_gzip_file_dead_letters_its_break_and_keeps_its_lines(tmp_pa
     whole = gzip.compress("".join(event(n) + "\n" for n in range(200)).encode())
     (day / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     (day / "fine.jsonl").write_text(event(999) + "\n")
-    lines = list(read_piece(plan_tasks([day / "cut.jsonl.gz"], 1)[0][0]))
+    cut = day / "cut.jsonl.gz"
+    lines = list(read_piece(plan_tasks([Landed(str(cut), cut.stat().st_size)], 1)[0][0]))
     assert 0 < len(lines) - 1 < 200 and type(lines[-1][1]).__name__ == "Corrupt"
     result, rows = classify(tmp_path / "landing", tmp_path)
     corrupt = next(r for r in rows if r["reason"] == "corrupt_file")
@@ -156,7 +158,7 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
     assert tiling_faults(files, rest) == [f"{big}: bytes 0-{first.end} read never"]
     small = str(day / "small.jsonl")
     assert tiling_faults(files, tasks + [[Piece(small)]]) == [f"{small}: read 2 times"]
-    assert tiling_faults(files + [files[0]], tasks) == [f"{files[0]}: listed 2 times"]
+    assert tiling_faults(files + [files[0]], tasks) == [f"{files[0].path}: listed 2 times"]
 
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):

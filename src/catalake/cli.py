@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
+from catalake.platform import uris
 from catalake.platform.config import Settings
 from catalake.platform.report import catalog_rows, text_table
 
@@ -120,14 +121,15 @@ def _catalog_current(instance, settings: Settings) -> bool:
     metadata = event.asset_materialization.metadata
     stored = metadata.get("catalog_fingerprint")
     path = metadata.get("path")
-    if stored is None or path is None or path.value != str(settings.warehouse / CATALOG_TABLE):
+    if stored is None or path is None or path.value != uris.join(settings.warehouse, CATALOG_TABLE):
         return False
     try:
         tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
     except CatalogError:
         return False
-    suites = settings.warehouse / SUITES_DIR
-    return (stored.value == catalog_fingerprint(tables) and DeltaTable.is_deltatable(path.value)
+    suites = settings.local / SUITES_DIR
+    return (stored.value == catalog_fingerprint(tables)
+            and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
             and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
 
 
@@ -144,6 +146,14 @@ def _not_partitions(settings: Settings, days) -> str | None:
             f"days from CATALAKE_START_DATE ({settings.start_date}) that have ended: {span}")
 
 
+def _first_cause(error) -> str:
+    """The innermost error's message, on one line (Dagster wraps a step's error in its own)."""
+    while error.cause is not None:
+        error = error.cause
+    lines = [line for line in error.message.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else error.cls_name or "error"
+
+
 def _run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
@@ -153,9 +163,11 @@ def _run(args) -> int:
     from dagster import DagsterInstance
 
     from catalake.location import build_definitions
+    from catalake.platform.landing import check_root
 
     days = _days(args)
     settings = Settings.from_env()
+    check_root(settings.landing)  # an unreachable landing fails here, in one line
     outside = _not_partitions(settings, days)
     if outside:
         print(outside, file=sys.stderr)
@@ -180,7 +192,9 @@ def _run(args) -> int:
             if materialization.asset_key.to_user_string() == "deadletter":
                 result = materialization.metadata["result"].value
         if not run.success or result is None:
-            print(f"{day}: run {run.run_id} failed", file=sys.stderr)
+            errors = [e.step_failure_data.error for e in run.get_step_failure_events() if e.step_failure_data.error]
+            cause = _first_cause(errors[0]) if errors else "see the Dagster UI"
+            print(f"{day}: run {run.run_id} failed: {uris.redact(cause)}", file=sys.stderr)
             status = 1
             continue
         if not args.no_analytics:
@@ -193,6 +207,8 @@ def _run(args) -> int:
             print(json.dumps(result, sort_keys=True))
         else:
             dead = sum(result["deadletter"].values())
+            if result.get("landing") == "missing":
+                print(f"{day}: WARNING: no folder of this day in the landing zone {settings.landing}", file=sys.stderr)
             print(f"{day}: {result['records']} records -> {sum(result['tables'].values())} in "
                   f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
                   f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
@@ -208,9 +224,11 @@ def _tables(args) -> int:
     warehouse = Settings.from_env().warehouse
     tables = warehouse_tables(warehouse)
     if not tables:
-        print(f"no Delta tables under {warehouse.resolve()} (run `catalake run` first)", file=sys.stderr)
+        print(f"no Delta tables under {warehouse} (run `catalake run` first)", file=sys.stderr)
         return 1
-    rows = [[name, str(warehouse / table), DeltaTable(str(warehouse / table)).version()] for name, table in tables.items()]
+    options = uris.delta_options(warehouse)
+    rows = [[name, uris.join(warehouse, table), DeltaTable(uris.join(warehouse, table), storage_options=options).version()]
+            for name, table in tables.items()]
     print(text_table(["table", "path", "delta version"], rows))
     return 0
 
@@ -245,14 +263,14 @@ def _validate(args) -> int:
     from catalake.platform.message_table import message_tables
     from catalake.platform.spark import build_session
     from catalake.platform.storage import DeltaStore
-    from catalake.platform.validation import validate_stored
+    from catalake.platform.validation import Validator, validate_stored
 
     settings = Settings.from_env()
     day = dt.date.fromisoformat(args.date)
     tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
     spark = build_session(settings.spark_master, app_name="catalake-validate", conf=dict(settings.spark_conf))
     store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
-    outcomes = validate_stored(spark, store, tables, day, args.table or None)
+    outcomes = validate_stored(spark, store, tables, day, args.table or None, Validator(settings.local))
     if args.table and not outcomes:
         print(f"no stored partition {day} for {', '.join(args.table)}", file=sys.stderr)
         return 1
@@ -307,13 +325,13 @@ def _docs(args) -> int:
     """Where the expectation suites and the GX data docs of the configured warehouse are."""
     from catalake.platform.config import DOCS_INDEX, SUITES_DIR
 
-    warehouse = Settings.from_env().warehouse
-    index = warehouse / DOCS_INDEX
-    print(f"expectation suites: {warehouse / SUITES_DIR}")
+    local = Settings.from_env().local
+    index = local / DOCS_INDEX
+    print(f"expectation suites: {local / SUITES_DIR}")
     if args.build:
         from catalake.platform.validation import Validator
 
-        Validator(warehouse).build_docs()
+        Validator(local).build_docs()
     if not index.exists():
         print(f"data docs: not built yet (the analytics job's data_docs asset builds a day's pages after its "
               f"partition run; `catalake docs --build` builds them all) at {index}", file=sys.stderr)
@@ -377,7 +395,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except uris.LocationError as exc:  # a store that cannot be reached: one line, no traceback
+        print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

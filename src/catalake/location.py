@@ -31,11 +31,12 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     jobs = [catalake_job, events_job, build_validate_job(partitions), build_replay_job(partitions)]
     resources = {
         "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
-        "warehouse": Warehouse(path=str(settings.warehouse), delta_backend=settings.delta_backend),
+        "warehouse": Warehouse(path=settings.warehouse, delta_backend=settings.delta_backend,
+                               local_path=str(settings.local)),
         "catalog_source": CatalogSource(
             paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
         ),
-        "landing": LandingZone(path=str(settings.landing)),
+        "landing": LandingZone(path=settings.landing),
     }
     if analytics:
         from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project

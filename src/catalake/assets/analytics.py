@@ -14,6 +14,7 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
+from catalake.platform import uris
 from catalake.platform.catalog import CatalogError, load_catalog
 from catalake.platform.config import Settings
 from catalake.platform.dbt_sources import prepare_project
@@ -86,7 +87,8 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
         args = ["build", "--vars", json.dumps({"partition": context.partition_key})]
         # dbt-duckdb reads the Delta tables from CATALAKE_WAREHOUSE (profiles.yml, sources.yml);
         # the dbt subprocess copies this process's environment when it starts
-        with _environment(CATALAKE_WAREHOUSE=str(Path(warehouse.path).resolve())):
+        with _environment(CATALAKE_WAREHOUSE=uris.normalize(warehouse.path),
+                          CATALAKE_ANALYTICS_DB=str(warehouse.local / "analytics.duckdb")):
             invocation = dbt.cli(args, context=context)
         yield from invocation.stream()
 

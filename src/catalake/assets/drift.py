@@ -36,11 +36,11 @@ def build_drift_asset(partitions_def: DailyPartitionsDefinition):
         grouped by CloudEvents type and protocol, with source/subject/topic generalized into URI
         templates, counts, first and last seen, examples, and a JSON Schema inferred from the
         payloads (genson). Written as proposed definitions, an xRegistry catalog document under
-        `<warehouse>/drift/<day>.xreg.json`: add it to the catalog, then run `replay_job` (or
+        `drift/<day>.xreg.json` in the warehouse's local folder: add it to the catalog, then run `replay_job` (or
         `catalake replay`) for the day. `ambiguous` records are listed, not proposed."""
         day = dt.date.fromisoformat(context.partition_key)
         found = candidates(deadletter_rows(warehouse.path, day))
-        out = Path(warehouse.path) / DRIFT_DIR / f"{day.isoformat()}.xreg.json"
+        out = warehouse.local / DRIFT_DIR / f"{day.isoformat()}.xreg.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         document = proposals_document(found, day)
         out.write_text(json.dumps(document, indent=2) + "\n")

@@ -69,7 +69,15 @@ def build_events_asset(settings: Settings):
                 partitions_def=partitions,
                 description="Every record read from the partition is in exactly one table: "
                 "records read = rows in the per-message tables + dead-letter rows.",
-            )
+            ),
+            partitioned_check_spec(
+                "landing",
+                asset=DEADLETTER_KEY,
+                blocking=False,
+                partitions_def=partitions,
+                description="The day's folder exists in the landing zone (WARN when it is missing: the day "
+                "was processed, but nothing was there to read; an existing empty folder passes).",
+            ),
         ],
     )
     def classify_events(
@@ -136,7 +144,7 @@ def build_events_asset(settings: Settings):
                         asset_key=key_of[table.name], partition=context.partition_key,
                         metadata={"dagster/partition_row_count": 0, "path": MetadataValue.path(store.path(table.name))},
                     ))
-        quality_checks(context, Path(warehouse.path), written, key_of, result)
+        quality_checks(context, warehouse.local, written, key_of, result)
         if DEADLETTER_TABLE in result.written:
             rows = sum(result.deadletter.values())
             yield MaterializeResult(
@@ -150,7 +158,11 @@ def build_events_asset(settings: Settings):
                         + [[f"deadletter: {r}", n] for r, n in sorted(result.deadletter.items())],
                     )),
                     "result": MetadataValue.json(result.as_json()),
-                    "skipped_landing_paths": MetadataValue.md("\n".join(f"- `{p}` (a symbolic link)" for p in result.skipped) or "none"),
+                    "landing": result.landing,
+                    "landing_files": len(result.files),
+                    "skipped_landing_paths": MetadataValue.md("\n".join(
+                        [f"- `{p}` (a symbolic link)" for p in result.skipped]
+                        + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
                     "path": MetadataValue.path(store.path(DEADLETTER_TABLE)),
                 },
             )
@@ -163,6 +175,15 @@ def build_events_asset(settings: Settings):
                 severity=AssetCheckSeverity.ERROR,
                 metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
                           "per_table": MetadataValue.json(counts["per_table"])},
+            )
+            yield AssetCheckResult(
+                asset_key=DEADLETTER_KEY,
+                check_name="landing",
+                passed=result.landing != "missing",
+                severity=AssetCheckSeverity.WARN,
+                description=(f"no folder {day.isoformat()}/ or dt={day.isoformat()}/ in the landing zone "
+                             f"{landing.root}: nothing was read" if result.landing == "missing" else None),
+                metadata={"landing": result.landing, "root": landing.root, "files": len(result.files)},
             )
 
     return classify_events

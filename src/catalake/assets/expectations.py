@@ -31,7 +31,7 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
         raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
     tables, _ = message_tables(catalog, catalog_source.roots())
     outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
-    store_suite_documents(Path(warehouse.path), written)  # the GX context lists every suite in its data docs
+    store_suite_documents(warehouse.local, written)  # the GX context lists every suite in its data docs
     rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
     return MaterializeResult(metadata={
         "suites": len(counts),

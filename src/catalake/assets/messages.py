@@ -2,6 +2,7 @@
 
 from dagster import AssetKey, AssetSpec, MetadataValue
 
+from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.config import Settings
@@ -27,7 +28,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     }
     table = message_table(message, catalog, settings.roots)
     metadata["dagster/column_schema"] = column_schema(table.schema)
-    metadata["path"] = MetadataValue.path(str(settings.warehouse / table.name))
+    metadata["path"] = MetadataValue.path(uris.join(settings.warehouse, table.name))
     if table.data_schema is not None:
         metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
     if "catalake.schema_error" in table.schema["data"].metadata:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from deltalake import DeltaTable
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 
+from . import uris
 from .catalog_table import CATALOG_TABLE
 from .deadletter import DEADLETTER_TABLE
 from .message_table import MESSAGES_PREFIX
@@ -23,14 +24,15 @@ def analyst_name(table: str) -> str:
 
 
 def warehouse_tables(root: str | os.PathLike) -> dict[str, str]:
-    """SQL name -> warehouse table, for every Delta table under the warehouse root."""
-    root = Path(root)
+    """SQL name -> warehouse table, for every Delta table under the warehouse root (a folder or a URI)."""
+    root = uris.normalize(root)
+    filesystem, base = uris.filesystem(root)
     found = {}
     candidates = [CATALOG_TABLE, DEADLETTER_TABLE]
-    if (root / MESSAGES_PREFIX).is_dir():
-        candidates += sorted(MESSAGES_PREFIX + p.name for p in (root / MESSAGES_PREFIX).iterdir() if p.is_dir())
+    messages = filesystem.get_file_info(pafs.FileSelector(f"{base}/{MESSAGES_PREFIX.rstrip('/')}", allow_not_found=True))
+    candidates += sorted(MESSAGES_PREFIX + i.base_name for i in messages if i.type == pafs.FileType.Directory)
     for table in candidates:
-        if DeltaTable.is_deltatable(str(root / table)):
+        if DeltaTable.is_deltatable(uris.join(root, table), storage_options=uris.delta_options(root)):
             found[analyst_name(table)] = table
     return found
 

@@ -31,10 +31,11 @@ from . import strictjson
 from .attributes import PARSERS, column_value
 from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
-from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, read_piece
+from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, display_path, read_piece
+from .uris import adopt
 from .matcher import CompiledCatalog, Match, placeholder_pairs
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
-from .payload import PYTHON_KEYWORDS, compile_payload, needs_python_validation
+from .payload import compile_payload, uncompiled
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
 from .records import MISSING, Record, batch_events, normalize, record_fault
@@ -64,6 +65,8 @@ class Plan:
     run: str  # names the run's files
     write: frozenset[str] | None = None  # table names to write (None: all, the dead-letter table too)
     strict: bool = False
+    # the driver's storage settings (uris.storage_environment), never shown
+    storage: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
 
 
 # -- Python validators (jsonschema / fastavro), for ambiguous payloads and schema keywords
@@ -83,7 +86,8 @@ def jsonschema_validator(content, document):
 
     root = document if isinstance(document, dict) else content
     registry = Registry().with_resource("urn:catalake:data-schema", resource(root))
-    cls = jsonschema.validators.validator_for(content if isinstance(content, dict) else {})
+    # without `$schema`, draft-07, as the mapping reads it (schemas/json_schema.py `resource`)
+    cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {}, default=jsonschema.Draft7Validator)
     return cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
 
 
@@ -97,6 +101,23 @@ def schema_errors(validator, value) -> list | None:
         return sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except RecursionError:
         return None
+
+
+# jsonschema's keyword -> the rule the native checks and the suite name it by
+NATIVE_RULES = {"minimum": "range", "maximum": "range", "exclusiveMinimum": "range", "exclusiveMaximum": "range",
+                "minLength": "length", "maxLength": "length", "const": "enum", "minItems": "items", "maxItems": "items"}
+
+
+def _jsonschema_rule(error) -> tuple[str, str]:
+    """A jsonschema error as (rule id, message), named as the native checks name theirs
+    (`data.a:type`; a missing property at the property: `data.a:required`)."""
+    path = "data" + "".join(f".{p}" for p in error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [n for n in error.validator_value if n not in error.instance]
+        name = next((n for n in missing if error.message.startswith(repr(n))), None)
+        if name is not None:
+            return f"{path}.{name}:required", f"{path}.{name}: is a required property"
+    return f"{path}:{NATIVE_RULES.get(error.validator, error.validator)}", f"{path}: {error.message}"
 
 
 def make_validator(spec: tuple) -> Callable[[Any], list[str]]:
@@ -185,8 +206,11 @@ class TableSpec:
         spec = validator_spec(table)
         self.avro = avro_decoder(spec) if spec and spec[0] == "avro" else None
         document = (table.data_schema.document or table.data_schema.content) if table.data_schema else None
-        self.jsonschema = (jsonschema_validator(spec[1], spec[2])
-                           if spec and spec[0] == "jsonschema" and needs_python_validation(document) else None)
+        # the keywords jsonschema decides: those not compiled exactly, and every $ref when one
+        # recurses (its values are kept as JSON text, unchecked)
+        self.uncompiled = (uncompiled(document) | ({"$ref"} if "catalake.recursion" in data.json() else set())
+                           if spec and spec[0] == "jsonschema" else set())
+        self.jsonschema = jsonschema_validator(spec[1], spec[2]) if self.uncompiled else None
         is_ce = (message.envelope or "").lower().startswith("cloudevents")
         declared = (set(message.attributes) | set(CORE_ATTRIBUTES)) if is_ce else set()
         placeholders = {f"placeholder_{n}": n for n in message.placeholders}
@@ -240,16 +264,23 @@ class TableSpec:
             return None, True
         return rec.data, False
 
-    def jsonschema_errors(self, value) -> list[tuple[str, str]]:
-        """jsonschema's findings for the keywords the native typing does not compile."""
-        found = []
+    def jsonschema_errors(self, value, native: list) -> list[tuple[str, str]]:
+        """jsonschema's findings that the native typing and checks do not report: those reached
+        through a keyword not compiled exactly (`payload.uncompiled`), but for the ones `native`
+        already names."""
         errors = schema_errors(self.jsonschema, value)
         if errors is None:
             return [ENDLESS_REF]
+        seen = {rule for rule, _ in native}
+        found = []
         for e in errors:
-            if e.validator in PYTHON_KEYWORDS:
-                path = "data" + "".join(f".{p}" for p in e.absolute_path)
-                found.append((f"{path}:{e.validator}", f"{path}: {e.message}"))
+            # jsonschema leaves `$ref` out of its paths: a $ref not compiled makes every error count
+            if "$ref" not in self.uncompiled and self.uncompiled.isdisjoint(map(str, e.absolute_schema_path)):
+                continue  # compiled exactly: the native checks found it
+            rule, message = _jsonschema_rule(e)
+            if rule not in seen:
+                seen.add(rule)
+                found.append((rule, message))
         return found
 
     def row(self, rec: Record, m: Match, data, source_file: str, source_line: int) -> list:
@@ -354,8 +385,9 @@ class Classifier:
         names the files: task number and attempt)."""
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
+                shown = display_path(piece.path)
                 for line, raw in read_piece(piece):
-                    yield piece.path, line, raw
+                    yield shown, line, raw
 
         return self._task(task, records(), self.classify)
 
@@ -513,11 +545,12 @@ class Classifier:
         value, undecodable = spec.source(rec)
         type_errors: list = []
         data = spec.payload(value, type_errors)
-        if spec.jsonschema is not None and value is not None:
-            type_errors += spec.jsonschema_errors(value)
         values = spec.row(rec, m, data, source_file, line)
         row = dict(zip(spec.names, values))
-        failed = spec.suite.check(row, type_errors, source_file, line)
+        found = spec.jsonschema_errors(value, type_errors) if spec.jsonschema is not None and value is not None else []
+        failed = spec.suite.check(row, type_errors + found, source_file, line)
+        named = {e.id for e, _ in failed}  # a required property the suite names already
+        type_errors += [f for f in found if f[0] not in named]
         return Checked(spec, values, row, type_errors, failed, undecodable)
 
     def matched_rows(self, pieces: Sequence[Piece]) -> dict[str, list["Checked"]]:
@@ -583,6 +616,7 @@ _cache: dict = {}
 def classifier_for(plan: Plan) -> Classifier:
     """One compiled classifier per run in a worker process (Python workers are reused across tasks)."""
     key = plan.run
+    adopt(plan.storage)
     if key not in _cache:
         _cache.clear()
         remove_dead_spills()

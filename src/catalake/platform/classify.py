@@ -22,17 +22,18 @@ import uuid
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator, Sequence
 
 import pyarrow as pa
+from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
 from . import runs
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from .landing import Piece, partition_files, plan_tasks, tiling_faults
+from . import uris
+from .landing import Piece, display_path, list_day, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
 from .quality import ExpectationResult, merge_tallies, results
@@ -67,19 +68,20 @@ class PartitionResult:
     files: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     versions: dict[str, int] = field(default_factory=dict)  # table name -> Delta version committed
     skipped: list[str] = field(default_factory=list)  # landing paths not read (symbolic links)
+    ignored: list[str] = field(default_factory=list)  # landing paths that are not landed files
+    landing: str = "read"  # "missing": no folder of the day; "empty": its folders hold no file
     tasks: int = 0
 
     def as_json(self) -> dict:
-        return {"partition": self.partition, "records": self.records, "tables": self.tables, "deadletter": self.deadletter}
+        return {"partition": self.partition, "landing": self.landing, "records": self.records,
+                "tables": self.tables, "deadletter": self.deadletter}
 
 
 def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
     """Whether the table may hold rows of `day` (a cheap directory check on local warehouses;
     a false positive only costs an overwrite with nothing)."""
-    path = store.path(name)
-    if "://" in path:
-        return store.exists(name)
-    return os.path.isdir(os.path.join(path, f"{PARTITION_COLUMN}={day.isoformat()}"))
+    filesystem, path = uris.filesystem(uris.join(store.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
+    return filesystem.get_file_info(path).type == pafs.FileType.Directory
 
 
 def _parallelism(spark: SparkSession) -> int:
@@ -132,7 +134,7 @@ def classify_partition(
     store: DeltaStore,
     catalog: Catalog,
     tables: Sequence[MessageTable],
-    landing: Path,
+    landing: str,
     day: dt.date,
     *,
     only: set[str] | None = None,
@@ -143,11 +145,17 @@ def classify_partition(
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
     the dead-letter table included."""
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict)
-    skipped: list[Path] = []
-    files = partition_files(landing, day, skipped)
-    for path in skipped:
-        progress(f"{day}: skipped {path}: a symbolic link (the landing root is a jail; links are not followed)")
+    plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict,
+                storage=uris.storage_environment())
+    listing = list_day(landing, day)
+    files = listing.files
+    for path in listing.skipped:
+        progress(f"{day}: skipped {display_path(path)}: a symbolic link (the landing root is a jail; links are not followed)")
+    for path in listing.ignored:
+        progress(f"{day}: not read: {display_path(path)} (not a landed file: .jsonl, .jsonl.gz or .json)")
+    if listing.missing:
+        progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
+                 f"({day.isoformat()}/ or dt={day.isoformat()}/): nothing was read")
     tasks = plan_tasks(files, _parallelism(spark)) if files else []
     faults = tiling_faults(files, tasks)
     if faults:  # never expected: the planner cuts each file once, at line ends
@@ -175,7 +183,9 @@ def classify_partition(
                     raise StorageError(f"{day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
                 summaries = [json.loads(r["json"]) for r in rows]
             result = _commit(store, plan, tables, summaries, progress)
-            result.skipped = [str(p) for p in skipped]
+            result.skipped = [display_path(p) for p in listing.skipped]
+            result.ignored = [display_path(p) for p in listing.ignored]
+            result.landing = "missing" if listing.missing else ("read" if files else "empty")
             return result
         finally:
             # files of this run no commit took: failed or duplicate task attempts, or a failed run

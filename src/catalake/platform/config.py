@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from . import uris
+
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
 # GX data docs site inside the warehouse (validation.py builds it)
 DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
@@ -25,8 +27,14 @@ class Settings:
     """Everything configurable, with the bundled demo as the default.
 
     CATALAKE_CATALOG    catalog/registry files or directories, separated by ':' (os.pathsep)
-    CATALAKE_LANDING    landing root with daily partition folders
-    CATALAKE_WAREHOUSE  where Delta tables are written
+    CATALAKE_LANDING    landing root with daily partition folders: a local folder or a URI
+                        (s3://bucket/prefix, gs://..., file://...)
+    CATALAKE_WAREHOUSE  where Delta tables are written: a local folder or a URI
+    CATALAKE_LOCAL_DIR  where the files a person opens are kept (GX context and data docs,
+                        expectation suites, the dbt project, analytics.duckdb, drift proposals):
+                        the warehouse itself when it is a local folder, else ./.catalake
+    CATALAKE_STORAGE_OPTIONS  delta-rs storage options as a JSON object, for what the store's
+                        own environment (AWS_*, GOOGLE_*, AZURE_*) cannot say
     CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
     CATALAKE_SPARK_CONF    Spark settings as 'key=value' pairs separated by spaces,
                            e.g. 'spark.driver.memory=4g spark.sql.shuffle.partitions=8'
@@ -44,8 +52,8 @@ class Settings:
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
-    landing: Path = DEMO_DIR / "landing"
-    warehouse: Path = Path("warehouse")
+    landing: str = str(DEMO_DIR / "landing")
+    warehouse: str = "warehouse"
     spark_master: str = "local[*]"
     spark_conf: tuple[tuple[str, str], ...] = ()
     delta_backend: str = "auto"
@@ -53,24 +61,35 @@ class Settings:
     start_date: str = "2026-11-01"
     dbt: Path | None = None
     record_empty: bool = True
+    local_dir: Path | None = None
+
+    def __post_init__(self):
+        # locations are kept as uris.normalize says (tests and callers may pass Paths)
+        object.__setattr__(self, "landing", uris.normalize(self.landing))
+        object.__setattr__(self, "warehouse", uris.normalize(self.warehouse))
 
     @property
     def roots(self) -> tuple[Path, ...]:
         return self.schema_roots or catalog_roots(self.catalog)
 
     @property
+    def local(self) -> Path:
+        """Where the files a person opens live (see CATALAKE_LOCAL_DIR)."""
+        return local_folder(self.warehouse, self.local_dir)
+
+    @property
     def dbt_dir(self) -> Path:
-        return (self.dbt or self.warehouse / "dbt").absolute()
+        return (self.dbt or self.local / "dbt").absolute()
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
         env = dict(os.environ if env is None else env)
         default = cls()
-        landing = Path(env.get("CATALAKE_LANDING") or default.landing).expanduser()
+        landing = uris.normalize(env.get("CATALAKE_LANDING") or default.landing)
         return cls(
             catalog=_paths(env["CATALAKE_CATALOG"]) if env.get("CATALAKE_CATALOG") else default.catalog,
             landing=landing,
-            warehouse=Path(env.get("CATALAKE_WAREHOUSE") or default.warehouse).expanduser().absolute(),
+            warehouse=env.get("CATALAKE_WAREHOUSE") or default.warehouse,
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
             spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
@@ -78,17 +97,31 @@ class Settings:
             start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing) or default.start_date,
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
             record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
+            local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
         )
 
 
-def first_landed_day(landing: Path) -> str | None:
-    """The landing zone's earliest day folder (`YYYY-MM-DD` or `dt=YYYY-MM-DD`), or None."""
+def local_folder(warehouse: str, configured: Path | None = None) -> Path:
+    """The local folder for the files a person opens: configured, the warehouse folder, or
+    ./.catalake beside a warehouse on object storage."""
+    if configured is not None:
+        return Path(configured).absolute()
+    return Path(warehouse) if not uris.is_remote(warehouse) else Path(".catalake").absolute()
+
+
+def first_landed_day(landing: str) -> str | None:
+    """The landing zone's earliest day folder (`YYYY-MM-DD` or `dt=YYYY-MM-DD`), or None (also
+    when the landing cannot be listed: the run says why)."""
+    from pyarrow import fs as pafs
+
     from .landing import FOLDER
 
     try:
-        days = [m.group(1) for m in map(FOLDER.match, os.listdir(landing)) if m]
-    except OSError:
+        filesystem, base = uris.filesystem(landing)
+        names = [i.base_name for i in filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))]
+    except (OSError, uris.LocationError):
         return None
+    days = [m.group(1) for m in map(FOLDER.match, names) if m]
     return min(days, default=None)
 
 

@@ -220,16 +220,16 @@ def markdown(found: list[Candidate], proposals: dict) -> str:
 
 def deadletter_rows(warehouse, day: dt.date) -> list[dict]:
     """The day's `no_match` and `ambiguous` dead letters (the columns the report reads)."""
-    from pathlib import Path
-
     from deltalake import DeltaTable
 
+    from . import uris
     from .deadletter import DEADLETTER_TABLE
 
-    path = Path(warehouse) / DEADLETTER_TABLE
-    if not (path / "_delta_log").is_dir():
+    path = uris.join(uris.normalize(warehouse), DEADLETTER_TABLE)
+    options = uris.delta_options(path)
+    if not DeltaTable.is_deltatable(path, storage_options=options):
         return []
-    table = DeltaTable(str(path)).to_pyarrow_table(
+    table = DeltaTable(path, storage_options=options).to_pyarrow_table(
         partitions=[("event_date", "=", day.isoformat())],
         columns=["reason", "raw", "source_file", "source_line", "candidates"],
         filters=[("reason", "in", ["no_match", "ambiguous"])],

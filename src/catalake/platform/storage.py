@@ -10,6 +10,14 @@ Two interchangeable backends write standard Delta tables:
 
 Either way every write is one Delta commit, and both kinds of table open with any Delta reader.
 
+The warehouse root is a local folder or a URI (uris.py): on object storage (`s3://...`) Spark's
+own file sources cannot be used (its `s3a://` jars are not installable here), so executors read
+and write the data files through pyarrow (``FilesSource``, ``_write_files_remote``) and delta-rs
+commits with the store's settings. On S3, delta-rs (1.x) makes each commit with a conditional put
+(`If-None-Match`): two writers of one table never both create the same log entry, so no lock
+table is needed. A partition overwrite that loses that race to another commit is made again on
+the new snapshot (`_commit`): the partition ends with exactly one writer's files.
+
 A partition run writes differently (classify.py): its executors write every table's Parquet
 files themselves with pyarrow (``PartFiles``), straight into the partition folders under names
 that carry the run, and the driver commits each table's files (``commit_partition``) through
@@ -33,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
@@ -40,6 +49,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
+from . import uris
 from .sql import ident, string
 
 log = logging.getLogger(__name__)
@@ -86,10 +96,13 @@ def _probe_delta_source(spark: SparkSession) -> bool:
     return True
 
 
-def choose_backend(spark: SparkSession, requested: str = "auto") -> str:
-    """Resolve 'auto' to a concrete backend; an explicit choice is honoured (and checked)."""
+def choose_backend(spark: SparkSession, requested: str = "auto", root: str = "") -> str:
+    """Resolve 'auto' to a concrete backend; an explicit choice is honoured (and checked). On
+    object storage 'auto' is delta-rs: Spark's own connector would need the store's Hadoop jars."""
     if requested not in ("auto", *BACKENDS):
         raise StorageError(f"unknown Delta backend {requested!r}; use one of auto, {', '.join(BACKENDS)}")
+    if requested == "auto" and uris.is_remote(root):
+        return "delta-rs"
     native = native_delta_available(spark) if requested in ("auto", "delta-spark") else False
     if requested == "delta-spark" and not native:
         raise StorageError(
@@ -121,6 +134,7 @@ def _partition_value(value) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
+COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
 PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
 
@@ -129,6 +143,8 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
     table; the driver then moves each file into its partition folder and reads its footer for
     the row count. No row passes through the driver."""
+    if uris.is_remote(root):
+        return _write_files_remote(df, root, partition_by)
     filesystem, base = filesystem_of(root)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = df.write.mode("overwrite").option("compression", "zstd")
@@ -158,9 +174,73 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     return written
 
 
+def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> list[_WrittenFile]:
+    """Executors write the rows as Parquet with pyarrow straight into the table's partition
+    folders on object storage (Spark's own writer would need the store's Hadoop jars); only
+    the files' names, sizes and row counts come back. Files of failed task attempts, and of a
+    failed write, are removed (their names carry the write)."""
+    write_id = uuid.uuid4().hex[:12]
+    schema = arrow_schema(df.schema, exclude=partition_by)
+    storage = uris.storage_environment()
+
+    def write(batches):
+        from pyspark import TaskContext
+
+        uris.adopt(storage)
+        filesystem, base = uris.filesystem(root)
+        context = TaskContext.get()
+        task = f"{context.partitionId()}-{context.attemptNumber()}" if context is not None else "0-0"
+        open_files: dict[tuple, list] = {}  # partition values -> [writer, stream, relative path, rows]
+        try:
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                groups = [((), table)]
+                if partition_by:
+                    keys = table.select(partition_by).to_pylist()
+                    found: dict[tuple, list[int]] = {}
+                    for i, key in enumerate(keys):
+                        found.setdefault(tuple(_partition_value(key[c]) for c in partition_by), []).append(i)
+                    groups = [(k, table.take(pa.array(rows))) for k, rows in found.items()]
+                for key, part in groups:
+                    entry = open_files.get(key)
+                    if entry is None:
+                        folder = "/".join(f"{c}={v if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in zip(partition_by, key))
+                        rel = "/".join(x for x in (folder, f"part-{write_id}-{task}-{len(open_files)}.zstd.parquet") if x)
+                        filesystem.create_dir(f"{base}/{rel}".rsplit("/", 1)[0], recursive=True)
+                        stream = filesystem.open_output_stream(f"{base}/{rel}")
+                        entry = open_files[key] = [pq.ParquetWriter(stream, schema, compression="zstd"), stream, rel, 0]
+                    entry[0].write_table(part.select(schema.names).cast(schema))
+                    entry[3] += part.num_rows
+        finally:
+            for writer, stream, _, _ in open_files.values():
+                writer.close()
+                stream.close()
+        written = [[rel, filesystem.get_file_info(f"{base}/{rel}").size, rows, dict(zip(partition_by, key))]
+                   for key, (_, _, rel, rows) in open_files.items()]
+        yield pa.record_batch([pa.array([json.dumps(written)])], names=["files"])
+
+    try:
+        rows = df.mapInArrow(write, "files string").collect()
+    except BaseException:
+        _remove_write(root, write_id)
+        raise
+    written = [_WrittenFile(rel, size, values, n) for r in rows for rel, size, n, values in json.loads(r["files"])]
+    _remove_write(root, write_id, keep={f.path for f in written})
+    return written
+
+
+def _remove_write(root: str, write_id: str, keep: set[str] = frozenset()) -> None:
+    """The files of one executor write that are not in `keep` (failed attempts, a failed write)."""
+    filesystem, base = filesystem_of(root)
+    for info in filesystem.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True)):
+        rel = info.path[len(base):].lstrip("/")
+        if info.type == pafs.FileType.File and f"/part-{write_id}-" in f"/{rel}" and rel not in keep:
+            filesystem.delete_file(info.path)
+
+
 def filesystem_of(root: str):
     """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
-    return pafs.FileSystem.from_uri(root if "://" in root else os.path.abspath(root))
+    return uris.filesystem(root)
 
 
 def _remove_files(root: str, files: Sequence[_WrittenFile]) -> None:
@@ -232,16 +312,25 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
         )
         for f in files
     ]
-    table = DeltaTable(root)
     filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
-    table.create_write_transaction(
-        actions,
-        mode="overwrite" if overwrite else "append",
-        schema=table.schema(),
-        partition_by=partition_by or None,
-        partition_filters=filters,
-    )
-    return table.version()
+    for attempt in range(COMMIT_ATTEMPTS):
+        table = DeltaTable(root, storage_options=uris.delta_options(root))
+        try:
+            table.create_write_transaction(
+                actions,
+                mode="overwrite" if overwrite else "append",
+                schema=table.schema(),
+                partition_by=partition_by or None,
+                partition_filters=filters,
+            )
+            return table.version()
+        except CommitFailedError:
+            # another writer committed first (delta-rs retried what it could): an overwrite is
+            # made again on the new snapshot, so the partition holds exactly these files
+            if attempt + 1 == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 # --------------------------------------------------------------------------- the store
@@ -252,28 +341,37 @@ def _local_path(uri: str) -> str:
     return parsed.path if parsed.scheme == "file" else uri
 
 
+def _file_list(table: DeltaTable, root: str, partition_by: list[str]) -> list:
+    """[uri, {partition column: value}] of every file of the table's snapshot."""
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
+    paths = actions.get("path", [])
+    values = [{c: _partition_value(actions[f"partition.{c}"][i]) for c in partition_by} for i in range(len(paths))]
+    return [[p if "://" in p else uris.join(root, p), v] for p, v in zip(paths, values)]
+
+
 class DeltaStore:
     """The warehouse: named Delta tables (``catalog/messages``) under one root."""
 
     def __init__(self, spark: SparkSession, root: str | os.PathLike, backend: str = "auto"):
         self.spark = spark
-        self.root = str(root)
-        self.backend = choose_backend(spark, backend)
+        self.root = uris.normalize(root)
+        self.options = uris.delta_options(self.root)
+        self.backend = choose_backend(spark, backend, self.root)
         if self.backend == "delta-rs":
             # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
             spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
     # -- naming
     def path(self, name: str) -> str:
-        return os.path.join(self.root, *name.split("/"))
+        return uris.join(self.root, *name.split("/"))
 
     def exists(self, name: str) -> bool:
-        return DeltaTable.is_deltatable(self.path(name))
+        return DeltaTable.is_deltatable(self.path(name), storage_options=self.options)
 
     def _table(self, name: str) -> DeltaTable:
         if not self.exists(name):
             raise StorageError(f"no Delta table {name!r} at {self.path(name)}")
-        return DeltaTable(self.path(name))
+        return DeltaTable(self.path(name), storage_options=self.options)
 
     # -- create
     def create(
@@ -296,7 +394,7 @@ class DeltaStore:
                     f"table {name!r} exists with schema {current.simpleString()}, asked for {schema.simpleString()}"
                 )
             return False
-        if "://" not in path:
+        if not uris.is_remote(path):
             os.makedirs(path, exist_ok=True)
         if self.backend == "delta-spark":
             from delta.tables import DeltaTable as SparkDeltaTable
@@ -317,6 +415,7 @@ class DeltaStore:
                 partition_by=list(partition_by) or None,
                 name=name.replace("/", "."),
                 description=description,
+                storage_options=self.options,
             )
         return True
 
@@ -329,7 +428,8 @@ class DeltaStore:
                 .mode("append").option("mergeSchema", "true").save(self.path(name))
             )
             return
-        write_deltalake(self.path(name), _arrow_schema(schema).empty_table(), mode="append", schema_mode="merge")
+        write_deltalake(self.path(name), _arrow_schema(schema).empty_table(), mode="append", schema_mode="merge",
+                        storage_options=self.options)
 
     # -- writes
     def append(self, name: str, df: DataFrame) -> None:
@@ -445,6 +545,15 @@ class DeltaStore:
             return self.spark.read.format("delta").load(self.path(name))
         table = self._table(name)
         schema = _spark_schema(table)
+        if uris.is_remote(self.root):
+            from .filesource import NAME, register
+
+            files = _file_list(table, self.path(name), list(table.metadata().partition_columns))
+            if not files:
+                return self.spark.createDataFrame([], schema)
+            register(self.spark)
+            return (self.spark.read.format(NAME).schema(schema)
+                    .option("schema", schema.json()).option("files", json.dumps(files)).load())
         files = [_local_path(u) for u in table.file_uris()]
         if not files:
             return self.spark.createDataFrame([], schema)

@@ -334,7 +334,9 @@ def validate_stored(spark, store, tables, day, names: Sequence[str] | None = Non
     from .expectations import build_suite
     from .message_table import PARTITION_COLUMN
 
-    validator = validator or Validator(Path(store.root))
+    from .config import local_folder
+
+    validator = validator or Validator(local_folder(store.root))
     chosen = [t for t in tables if names is None or t.name in names or t.message.table_name in names]
     outcomes = {}
     for table in chosen:

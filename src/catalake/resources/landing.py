@@ -1,13 +1,14 @@
-from pathlib import Path
-
 from dagster import ConfigurableResource
+
+from catalake.platform import uris
 
 
 class LandingZone(ConfigurableResource):
-    """The landing root: one folder per day of raw landed events (see landing-zone.md)."""
+    """The landing root: one folder per day of raw landed events (see landing-zone.md), a local
+    folder or a URI (s3://bucket/prefix)."""
 
     path: str
 
     @property
-    def root(self) -> Path:
-        return Path(self.path)
+    def root(self) -> str:
+        return uris.normalize(self.path)

@@ -3,15 +3,22 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pyspark.sql import SparkSession
 
-from catalake.platform.config import DOCS_INDEX, SUITES_DIR
+from catalake.platform.config import DOCS_INDEX, SUITES_DIR, local_folder
 from catalake.platform.storage import DeltaStore
 
 
 class Warehouse(ConfigurableResource):
-    """Where the Delta tables live, and which Delta backend writes them ('auto' decides at run time)."""
+    """Where the Delta tables live (a local folder or a URI), which Delta backend writes them
+    ('auto' decides at run time), and the local folder of the files a person opens (GX data
+    docs, suites; default: the warehouse folder, or ./.catalake for object storage)."""
 
     path: str
     delta_backend: str = "auto"
+    local_path: str | None = None
+
+    @property
+    def local(self) -> Path:
+        return local_folder(self.path, Path(self.local_path) if self.local_path else None)
 
     def store(self, spark: SparkSession) -> DeltaStore:
         return DeltaStore(spark, self.path, self.delta_backend)
@@ -19,11 +26,11 @@ class Warehouse(ConfigurableResource):
     @property
     def suites_dir(self) -> Path:
         """Where the expectation suites are written, one JSON file per definition."""
-        return Path(self.path) / SUITES_DIR
+        return self.local / SUITES_DIR
 
     @property
     def docs_index(self) -> Path:
-        return Path(self.path) / DOCS_INDEX
+        return self.local / DOCS_INDEX
 
     def validator(self):
         """GX validation over this warehouse (its file context and data docs under `gx/`).
@@ -32,5 +39,5 @@ class Warehouse(ConfigurableResource):
         should not pay when it loads."""
         from catalake.platform.validation import Validator
 
-        return Validator(Path(self.path))
+        return Validator(self.local)
 

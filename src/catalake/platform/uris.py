@@ -1,0 +1,158 @@
+"""Where things are: the landing root and the warehouse as a local path or a URI.
+
+Every location is a string: an absolute local path, or a URI of any filesystem pyarrow speaks
+(`s3://bucket/prefix`, `gs://...`; `file://` is read as the local path it names), or one fsspec
+provides when its package is installed (`abfss://`, ...). Credentials and endpoints come from each
+store's standard environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, `AWS_REGION`, ...), which
+pyarrow and delta-rs both read, plus `CATALAKE_STORAGE_OPTIONS` for what the environment cannot
+say (a JSON object of delta-rs storage options, e.g. `{"aws_endpoint_url": "..."}`). They never
+appear in logs, metadata or errors: `redact` removes their values from any text shown.
+
+Executors read and write the same stores: the driver's storage environment travels with the
+task plan (`storage_environment`, `adopt`), so a cluster's workers need no credentials of their
+own unless they have them (theirs win).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyarrow import fs as pafs
+
+OPTIONS_VARIABLE = "CATALAKE_STORAGE_OPTIONS"
+# the environment variables of the stores pyarrow and delta-rs read
+STORAGE_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "HADOOP_", OPTIONS_VARIABLE)
+_SECRET = re.compile(r"secret|token|password|key|credential|sas|signature", re.IGNORECASE)
+
+
+class LocationError(RuntimeError):
+    """A location that cannot be reached or read: the message names the URI and the cause."""
+
+
+def normalize(raw: str | os.PathLike) -> str:
+    """A location as catalake keeps it: a URI without its trailing slash, or an absolute local path."""
+    text = str(raw).strip()
+    if text.startswith("file://"):
+        text = urlparse(text).path
+    if is_remote(text):
+        return text.rstrip("/")
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def is_remote(location: str) -> bool:
+    """True for a URI of a store other than the local disk."""
+    scheme = urlparse(str(location)).scheme
+    return "://" in str(location) and scheme not in ("", "file")
+
+
+def join(base: str, *parts: str) -> str:
+    """`base` with path parts appended ('/' inside URIs, the OS separator on disk)."""
+    if is_remote(base):
+        return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts if p)])
+    return os.path.join(base, *parts)
+
+
+def relative(base: str, location: str) -> str:
+    """`location` below `base`, '/'-separated."""
+    if is_remote(base):
+        return location[len(base.rstrip("/")):].lstrip("/")
+    return os.path.relpath(location, base).replace(os.sep, "/")
+
+
+def storage_options() -> dict[str, str]:
+    """delta-rs storage options from CATALAKE_STORAGE_OPTIONS (the environment does the rest)."""
+    raw = os.environ.get(OPTIONS_VARIABLE, "").strip()
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except ValueError as exc:
+        raise LocationError(f"{OPTIONS_VARIABLE} is not a JSON object: {exc}") from None
+    if not isinstance(options, dict):
+        raise LocationError(f"{OPTIONS_VARIABLE} is not a JSON object of storage options")
+    return {str(k): str(v) for k, v in options.items()}
+
+
+def delta_options(location: str) -> dict[str, str] | None:
+    """The storage options a Delta table at `location` is opened with (None on local disk)."""
+    return (storage_options() or None) if is_remote(location) else None
+
+
+# pyarrow's S3 constructor arguments for delta-rs' option names (lower-cased, `aws_` optional)
+_S3_ARGUMENTS = {
+    "access_key_id": "access_key", "secret_access_key": "secret_key", "session_token": "session_token",
+    "region": "region", "endpoint_url": "endpoint_override", "endpoint": "endpoint_override",
+}
+
+
+def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
+    """(pyarrow filesystem, path inside it) of a location."""
+    if not is_remote(location):
+        return pafs.LocalFileSystem(), normalize(location)
+    parsed = urlparse(location)
+    path = (parsed.netloc + parsed.path).rstrip("/")
+    environment = tuple(sorted(storage_environment().items()))
+    return _cached(parsed.scheme, json.dumps(storage_options(), sort_keys=True), environment), path
+
+
+@lru_cache(maxsize=16)
+def _cached(scheme: str, options_json: str, environment: tuple) -> pafs.FileSystem:
+    return _filesystem(scheme, options_json)
+
+
+def _filesystem(scheme: str, options_json: str) -> pafs.FileSystem:
+    options = json.loads(options_json)
+    if scheme in ("s3", "s3a"):
+        # pyarrow's constructor does not read the endpoint variables delta-rs and the AWS CLI read
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        arguments = {"endpoint_override": endpoint} if endpoint else {}
+        for key, value in options.items():
+            name = _S3_ARGUMENTS.get(key.lower().removeprefix("aws_"))
+            if name:
+                arguments[name] = value
+        return pafs.S3FileSystem(**arguments)
+    try:
+        filesystem_, _ = pafs.FileSystem.from_uri(f"{scheme}://probe/")
+        return filesystem_
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, ValueError):
+        pass
+    try:  # a filesystem only fsspec provides (abfss://, ...), when its package is installed
+        import fsspec
+
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec.filesystem(scheme, **options)))
+    except (ImportError, ValueError) as exc:
+        raise LocationError(f"no filesystem for {scheme}:// ({exc})") from None
+
+
+def storage_environment() -> dict[str, str]:
+    """The driver's storage settings, for executors (see `adopt`)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(STORAGE_PREFIXES)}
+
+
+def adopt(environment: dict[str, str]) -> None:
+    """On an executor: use the driver's storage settings where this process has none."""
+    for key, value in environment.items():
+        os.environ.setdefault(key, value)
+
+
+def redact(text: str) -> str:
+    """`text` without the values of any credential in the environment or the storage options."""
+    secrets = [v for k, v in os.environ.items() if k.startswith(STORAGE_PREFIXES) and _SECRET.search(k) and len(v) >= 4]
+    try:
+        secrets += [v for k, v in storage_options().items() if _SECRET.search(k) and len(v) >= 4]
+    except LocationError:
+        pass
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error of a store (first line, credentials removed)."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return redact(lines[0] if lines else type(error).__name__)
