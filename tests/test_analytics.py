@@ -187,11 +187,13 @@ def in_demo_folder(demo, monkeypatch):
     return base
 
 
-def test_readme_query_in_spark_sql(in_demo_folder):
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_readme_query_through_catalake_sql(in_demo_folder, engine):
     command = _readme_blocks()["spark"].strip()
     query = re.match(r'\.venv/bin/catalake sql "(.*)"$', command).group(1)
     env = {**os.environ, "CATALAKE_WAREHOUSE": str(in_demo_folder / "warehouse"), "PYSPARK_PYTHON": sys.executable}
-    out = subprocess.run([sys.executable, "-m", "catalake.cli", "sql", query], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "sql", query, "--engine", engine], capture_output=True,
+                         text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [tuple(int(c) if c.isdigit() else c for c in line.split()) for line in out.stdout.splitlines()[2:] if line.strip()]
     assert rows == _documented_result()

@@ -21,7 +21,9 @@ from catalake.platform.protocols import BINDINGS
 from catalake.platform.records import MISSING, normalize
 from catalake.platform.runs import RUNS_DIR
 
-from conftest import DEMO_CATALOG
+from conftest import DEMO_CATALOG, REPO
+
+REPO_DEMO_LANDING = REPO / "src" / "catalake" / "demo" / "landing"
 
 DAY = dt.date(2026, 11, 20)
 
@@ -509,3 +511,20 @@ def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(tmp_p
     expected.update({("small.jsonl.gz", 1): 1, ("small.jsonl.gz", 3): 3})
     assert got == expected  # every line once, at its number; blank lines skipped, CRLF stripped
     assert [p for p in pieces if p.path == str(other)] == [Piece(str(other), size=other.stat().st_size)]  # gzip: one piece
+
+
+def test_the_reported_delta_version_holds_the_partitions_rows(spark, tmp_path):
+    """Issue 29.2: time travel to the version a partition run reports reads that run's rows."""
+    from deltalake import DeltaTable
+
+    landing = REPO_DEMO_LANDING
+    store, tables, _, result = classify_day(spark, tmp_path, [DEMO_CATALOG], landing)
+    fed = [t for t in tables if result.tables.get(t.message.xid)]
+    assert fed
+    for table in fed:
+        version = result.versions[table.name]
+        assert version == store.version(table.name) and version >= 1  # 0 is the CREATE TABLE
+        rows = DeltaTable(store.path(table.name), version=version).to_pyarrow_table().num_rows
+        assert rows == result.tables[table.message.xid]
+        before = DeltaTable(store.path(table.name), version=version - 1).to_pyarrow_table().num_rows
+        assert before == 0

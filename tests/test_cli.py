@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DEMO_CATALOG
 
 
@@ -66,3 +68,34 @@ def test_a_day_that_is_not_a_partition_is_one_line_before_anything_starts(tmp_pa
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("not a partition: 2099-01-01; the partitions are the days from CATALAKE_START_DATE")
     assert len(out.stderr.splitlines()) == 1 and not (tmp_path / "warehouse").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--date", "20-11-2026"], ["run", "--date", "2026-02-30"], ["run", "--date", "2026/11/20"],
+    ["run", "--from", "2026-11-21", "--to", "2026-11-20"], ["validate", "--date", "2026-13-01"],
+    ["drift", "--date", "yesterday"], ["replay", "--from", "2026-1-1"],
+])
+def test_a_wrong_date_is_one_line_and_exit_code_2(args, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", *args], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CATALAKE_WAREHOUSE": str(tmp_path / "wh")})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("catalake: --") and "Traceback" not in out.stderr
+
+
+def test_a_sql_typo_is_one_line_without_a_jvm(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "sql", "SELEC 1"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CATALAKE_WAREHOUSE": str(tmp_path / "wh")})
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == ['catalake: sql: Parser Error: syntax error at or near "SELEC"']
+
+
+def test_a_bad_catalog_in_run_is_one_line_naming_its_first_problem(tmp_path):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "x.xreg.json").write_text(json.dumps({"messagegroups": {"g": {"messages": {
+        "m": {"envelope": "CloudEvents/1.0", "basemessage": "/nope"}}}}}))
+    out = subprocess.run([sys.executable, "-m", "catalake.cli", "run", "--date", "2026-11-20", "--no-analytics"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CATALAKE_CATALOG": str(catalog), "CATALAKE_WAREHOUSE": str(tmp_path / "wh")})
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert "invalid message catalog" in lines[0] and "[basemessage-dangling]" in lines[0] and "/nope" in lines[0]

@@ -29,29 +29,22 @@ from catalake.platform.storage import DeltaStore
 
 from conftest import DEMO_CATALOG, REPO
 from services import s3_server, spark_cluster, stop, wait_for_port
+from test_classify import DAY as AZURE_DAY, land_azure
 
 pytestmark = pytest.mark.jvm
 
 DEMO_LANDING = REPO / "src" / "catalake" / "demo" / "landing"
 DAYS = (dt.date(2026, 11, 20), dt.date(2026, 11, 21))
-AZURE_DAY = dt.date(2026, 11, 20)
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """The S3 server, with the standard AWS environment set for this process (and so for the
     Spark workers and the commands the tests start)."""
-    with s3_server(tmp_path_factory.mktemp("s3")) as server:
-        saved = {k: os.environ.get(k) for k in server.environment}
-        os.environ.update(server.environment)
-        try:
-            yield server
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with s3_server(tmp_path_factory.mktemp("s3")) as server, pytest.MonkeyPatch.context() as patch:
+        for key, value in server.environment.items():
+            patch.setenv(key, value)
+        yield server
 
 
 def table_hashes(warehouse: str, landing: str, day: dt.date | None = None) -> dict[str, list[str]]:
@@ -84,16 +77,6 @@ def classify_days(spark, catalog_paths, landing: str, warehouse: str, days=DAYS)
     return results
 
 
-def azure_landing(shared_data, base: Path) -> tuple[Path, Path]:
-    """Real Azure Event Grid blob events (a test-time copy) and the real catalog that describes them."""
-    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
-    folder = base / "landing" / AZURE_DAY.isoformat()
-    folder.mkdir(parents=True)
-    for name in ("blob_created.json", "blob_deleted.json"):
-        shutil.copy(events / name, folder / name)
-    return base / "landing", shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
-
-
 @pytest.fixture(scope="module")
 def demo_on_s3(spark, s3, tmp_path_factory):
     """The demo's two days classified on local disk and on S3 (landing and warehouse)."""
@@ -124,7 +107,7 @@ def test_a_second_run_on_s3_changes_nothing(spark, demo_on_s3):
 
 
 def test_a_real_catalog_that_is_not_the_demo_on_s3(spark, s3, tmp_path, shared_data):
-    landing, catalog = azure_landing(shared_data, tmp_path)
+    landing, catalog = land_azure(shared_data, tmp_path)  # the real blob events and their real catalog
     local = classify_days(spark, [catalog], str(landing), str(tmp_path / "warehouse"), days=[AZURE_DAY])
     remote_landing = s3.upload(landing, s3.bucket("azure-landing"))
     warehouse = s3.bucket("azure-lake") + "/wh"
@@ -261,6 +244,28 @@ def test_a_missing_day_on_s3_is_a_warning_the_ui_shows(spark, s3, tmp_path):
         check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             [AssetCheckKey(AssetKey("deadletter"), "landing")])[AssetCheckKey(AssetKey("deadletter"), "landing")]
         assert run.success and check.event.dagster_event.event_specific_data.passed
+
+
+def test_catalake_run_on_s3_end_to_end_with_the_dbt_build(s3, demo_on_s3, tmp_path):
+    """The whole `catalake run` (catalog job, partition run, dbt build) with the landing and the
+    warehouse on S3: the tables equal the local run's, the dbt models read them from the bucket."""
+    import duckdb
+
+    _, local_landing, local_warehouse = demo_on_s3["local"]
+    landing = s3.upload(DEMO_LANDING, s3.bucket("e2e-landing") + "/events")
+    warehouse = s3.bucket("e2e-lake") + "/lake"
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "CATALAKE_LANDING": landing, "CATALAKE_WAREHOUSE": warehouse, "DAGSTER_HOME": str(tmp_path / "home"),
+           "CATALAKE_SPARK_MASTER": "local[2]"}
+    out = cli("run", "--date", DAYS[0].isoformat(), "--json", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["landing"] == "read" and result["records"] > 0
+    assert table_hashes(warehouse, landing, DAYS[0]) == table_hashes(local_warehouse, local_landing, DAYS[0])
+    with duckdb.connect(str(tmp_path / ".catalake" / "analytics.duckdb"), read_only=True) as con:
+        stored = con.execute("SELECT sum(records) FROM events_daily").fetchone()[0]
+    assert stored == sum(result["tables"].values())
+    assert (tmp_path / ".catalake" / "expectations").is_dir() and not (tmp_path / "warehouse").exists()
 
 
 def test_tables_and_sql_over_an_s3_warehouse(s3, demo_on_s3, tmp_path):

@@ -80,14 +80,31 @@ def _schema_show(args) -> int:
     return 0
 
 
+class UsageError(Exception):
+    """A user error: `main` prints it as one line and exits 2."""
+
+
+def _date(text: str, flag: str):
+    """A YYYY-MM-DD day, or a UsageError naming the flag and the value."""
+    import datetime as dt
+    import re
+
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text or ""):
+        raise UsageError(f"{flag} {text!r}: not a day (YYYY-MM-DD, e.g. 2026-11-20)")
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {text!r}: {exc}") from None
+
+
 def _days(args) -> list:
     import datetime as dt
 
     if args.date:
-        return [dt.date.fromisoformat(args.date)]
-    first, last = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end or args.start)
+        return [_date(args.date, "--date")]
+    first, last = _date(args.start, "--from"), _date(args.end or args.start, "--to")
     if last < first:
-        raise SystemExit(f"--to {last} is before --from {first}")
+        raise UsageError(f"--to {last} is before --from {first}")
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
 
 
@@ -146,6 +163,18 @@ def _not_partitions(settings: Settings, days) -> str | None:
             f"days from CATALAKE_START_DATE ({settings.start_date}) that have ended: {span}")
 
 
+def _check_catalog(settings: Settings) -> None:
+    """A catalog that cannot be used fails before any run, in one line naming its first problem."""
+    from catalake.platform.message_table import message_tables
+
+    try:
+        message_tables(load_catalog(settings.catalog), settings.roots)
+    except CatalogError as exc:
+        first = str(exc.problems[0]) if exc.problems else str(exc)
+        raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
+                         f"{' '.join(map(str, settings.catalog))}` lists them): {first}") from None
+
+
 def _first_cause(error) -> str:
     """The innermost error's message, on one line (Dagster wraps a step's error in its own)."""
     while error.cause is not None:
@@ -158,23 +187,22 @@ def _run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
     import json
-    import os
 
-    from dagster import DagsterInstance
-
+    from catalake.instance import dagster_instance
     from catalake.location import build_definitions
     from catalake.platform.landing import check_root
 
     days = _days(args)
     settings = Settings.from_env()
     check_root(settings.landing)  # an unreachable landing fails here, in one line
+    _check_catalog(settings)
     outside = _not_partitions(settings, days)
     if outside:
         print(outside, file=sys.stderr)
         return 2
     _start_spark(settings)
     defs = build_definitions(settings, analytics=not args.no_analytics)
-    instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+    instance = dagster_instance()
     if _catalog_current(instance, settings):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
@@ -234,16 +262,32 @@ def _tables(args) -> int:
 
 
 def _sql(args) -> int:
-    """A Spark SQL query over the warehouse tables, printed as a table."""
-    from catalake.platform.analyst import sql
-    from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
-
+    """A SQL query over the warehouse tables, printed as a table: DuckDB over the tables' Arrow
+    datasets (no JVM, about a second), or Spark SQL with `--engine spark`."""
     settings = Settings.from_env()
-    spark = build_session(settings.spark_master, app_name="catalake-sql", conf=dict(settings.spark_conf))
-    frame = sql(spark, DeltaStore(spark, settings.warehouse, settings.delta_backend), args.query)
-    rows = frame.limit(args.limit).collect()
-    print(text_table(frame.columns, [["" if v is None else v for v in row] for row in rows]))
+    if args.engine == "duckdb":
+        import duckdb
+
+        from catalake.platform.analyst import duckdb_sql
+
+        try:
+            columns, rows = duckdb_sql(settings.warehouse, args.query, args.limit)
+        except duckdb.Error as exc:
+            raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
+    else:
+        from pyspark.errors import PySparkException
+
+        from catalake.platform.analyst import sql
+        from catalake.platform.spark import build_session
+        from catalake.platform.storage import DeltaStore
+
+        spark = build_session(settings.spark_master, app_name="catalake-sql", conf=dict(settings.spark_conf))
+        try:
+            frame = sql(spark, DeltaStore(spark, settings.warehouse, settings.delta_backend), args.query)
+            columns, rows = frame.columns, frame.limit(args.limit).collect()
+        except PySparkException as exc:
+            raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
+    print(text_table(columns, [["" if v is None else v for v in row] for row in rows]))
     return 0
 
 
@@ -258,7 +302,6 @@ def _dbt_project(args) -> int:
 
 def _validate(args) -> int:
     """GX's own checkpoint on stored partitions: exit 1 when a stored row breaks an ERROR expectation."""
-    import datetime as dt
 
     from catalake.platform.message_table import message_tables
     from catalake.platform.spark import build_session
@@ -266,7 +309,7 @@ def _validate(args) -> int:
     from catalake.platform.validation import Validator, validate_stored
 
     settings = Settings.from_env()
-    day = dt.date.fromisoformat(args.date)
+    day = _date(args.date, "--date")
     tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
     spark = build_session(settings.spark_master, app_name="catalake-validate", conf=dict(settings.spark_conf))
     store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
@@ -285,13 +328,12 @@ def _validate(args) -> int:
 
 def _drift(args) -> int:
     """The day's unmatched records as proposed message definitions (an xRegistry document)."""
-    import datetime as dt
     import json
 
     from catalake.platform.drift import candidates, deadletter_rows, markdown, proposals_document
 
     settings = Settings.from_env()
-    day = dt.date.fromisoformat(args.date)
+    day = _date(args.date, "--date")
     found = candidates(deadletter_rows(settings.warehouse, day))
     proposals = proposals_document(found, day)
     print(markdown(found, proposals))
@@ -309,11 +351,12 @@ def _replay(args) -> int:
     from catalake.platform.storage import DeltaStore
 
     settings = Settings.from_env()
+    days = _days(args)
     tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
     spark = build_session(settings.spark_master, app_name="catalake-replay", conf=dict(settings.spark_conf))
     store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
     rows = []
-    for day in _days(args):
+    for day in days:
         result = replay_partition(spark, store, tables, day)
         moves = sorted(result.moved.items()) or [("nothing moved", 0)]
         rows += [[day.isoformat(), result.deadletters, move, n] for move, n in moves]
@@ -368,9 +411,11 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     tables = sub.add_parser("tables", help="list the warehouse tables under the names SQL sees them by")
     tables.set_defaults(func=_tables)
-    q = sub.add_parser("sql", help="run a Spark SQL query over the warehouse tables")
+    q = sub.add_parser("sql", help="run a SQL query over the warehouse tables (DuckDB; Spark SQL with --engine spark)")
     q.add_argument("query", help='e.g. "SELECT city, count(*) FROM bikeshare_rides__rideended GROUP BY city"')
     q.add_argument("--limit", type=int, default=100, help="rows printed (default 100)")
+    q.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default: no JVM, reads the Delta tables through deltalake) or spark")
     q.set_defaults(func=_sql)
     dbt = sub.add_parser("dbt", help="the dbt project").add_subparsers(dest="action", required=True)
     dp = dbt.add_parser("project", help="prepare the catalog's dbt project under the warehouse (CATALAKE_DBT_DIR) and print its path")
@@ -397,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except uris.LocationError as exc:  # a store that cannot be reached: one line, no traceback
+    except (uris.LocationError, UsageError) as exc:  # a user's error: one line, no traceback
         print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
         return 2
 

@@ -3,7 +3,6 @@
 
 import datetime as dt
 import json
-from pathlib import Path
 
 from dagster import (
     AssetExecutionContext,

@@ -1,7 +1,5 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
-from pathlib import Path
-
 from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from catalake.platform.catalog import CatalogError

@@ -45,6 +45,26 @@ def register_tables(spark: SparkSession, store: DeltaStore) -> dict[str, str]:
     return tables
 
 
+def duckdb_sql(warehouse: str, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows) of a DuckDB query over the warehouse tables it names, each read as the
+    Arrow dataset of its current Delta snapshot (deltalake; no JVM, object storage included).
+    Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline."""
+    import re
+
+    import duckdb
+
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
+    options = uris.delta_options(warehouse)
+    with duckdb.connect() as con:
+        for name, table in warehouse_tables(warehouse).items():
+            if name in words:
+                con.register(name, DeltaTable(uris.join(warehouse, table), storage_options=options).to_pyarrow_dataset())
+        result = con.sql(query)
+        if result is None:
+            return [], []
+        return result.columns, (result.limit(limit) if limit is not None else result).fetchall()
+
+
 def sql(spark: SparkSession, store: DeltaStore, query: str) -> DataFrame:
     register_tables(spark, store)
     return spark.sql(query)

@@ -6,7 +6,8 @@ every table's Parquet files for them straight into the tables' partition folders
 (classifier.py). What comes back to the driver is small: per task and table the files written,
 row counts and the quality tally. The driver then commits one Delta transaction per table that
 the day feeds, or that held rows of the day before (emptied), concurrently; a failed run
-removes the files it wrote.
+removes the files it wrote, and the next run of the day removes those of a killed one
+(recovery.py, shared with replay).
 
 Every record read ends in exactly one table, and re-running a partition gives identical tables
 (every table the run touches has that partition replaced). `conservation` checks it afterwards
@@ -28,7 +29,7 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
-from . import runs
+from . import recovery
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
@@ -162,19 +163,11 @@ def classify_partition(
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)")
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
-    for crashed in runs.crashed(store.root, day):
-        progress(f"{day}: removing the uncommitted files of run {crashed}, whose process is gone")
-        store.remove_uncommitted(crashed, day, names)
-        runs.forget(store.root, crashed)
-    from .replay import journal_of, remove_journal  # replay.py builds on this module
-
-    stopped = journal_of(store.root, day)
-    if stopped is not None:  # this run replaces the day's partitions: the stopped replay's commits are moot
-        progress(f"{day}: dropping replay {stopped['run']}, which was stopped while it committed")
-        store.remove_uncommitted(stopped["run"], day, names)
-        remove_journal(store.root, day)
+    # this run replaces the day's partitions: a stopped replay's commits are moot, and what
+    # killed runs and replays of the day left is removed
+    recovery.recover_day(store, day, names, replace=True, progress=progress)
     summaries = []
-    with runs.recorded(store.root, plan.run, day):
+    with recovery.recorded(store.root, plan.run, day, kind="run"):
         try:
             if tasks:
                 with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
@@ -189,7 +182,7 @@ def classify_partition(
             return result
         finally:
             # files of this run no commit took: failed or duplicate task attempts, or a failed run
-            store.remove_uncommitted(plan.run, day, names)
+            recovery.remove_orphans(store, plan.run, day, names)
 
 
 def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], progress) -> PartitionResult:

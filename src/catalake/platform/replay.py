@@ -9,12 +9,15 @@ The driver then appends those files to the tables, and replaces the day's dead-l
 with the rows that stay: records read = rows in tables + dead letters still holds. When nothing
 moves, nothing is committed, so a second replay changes nothing.
 
-Before it commits, the driver writes the commits it is about to make to a journal
-(`<warehouse>/_catalake/replays/<day>.json`: each table's files and version before), and removes
-it once all are made. A replay killed in between leaves the journal and its files: the next
-replay (or `recover`) of the day rolls it forward first, making each commit whose table is
-still at its version before, so no record stays in two places or is lost. A partition run of the
-day replaces every table's partition from the landing zone and drops the journal.
+A replay is recorded while it runs, as a partition run is, and before it commits the driver
+writes the commits it is about to make to a journal (`<warehouse>/_catalake/replays/<day>.json`:
+each table's files and version before, and the rows it moves), and removes it once all are made.
+A replay killed in between, or whose commit failed, leaves the journal and its files: the next
+replay (or `recover`) of the day rolls it forward first, making each commit whose table is still
+at its version before, so no record stays in two places or is lost, and reports the rows it moved.
+A partition run of the day replaces every table's partition from the landing zone and drops the
+journal. A replay killed before its journal leaves files no log names: the next replay or
+partition run of the day removes them. All of it is recovery.py, shared with partition runs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -34,9 +36,9 @@ from .classifier import Plan, classifier_for
 from .classify import OUTPUT, _has_partition, _job_group, _parallelism, conservation
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
-from .storage import DeltaStore, StorageError, filesystem_of
-
-JOURNAL_DIR = "_catalake/replays"
+from . import recovery
+from .recovery import JOURNAL_DIR, journal_of, remove_journal, roll_forward, write_journal  # noqa: F401
+from .storage import DeltaStore, StorageError
 
 
 @dataclass
@@ -71,100 +73,69 @@ def _replay_tasks(plan: Plan):
 def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[MessageTable], day: dt.date,
                      progress=lambda message: None) -> ReplayResult:
     """Re-match one day's dead letters against `tables` (the current catalog) and move every
-    record that now matches into its table."""
+    record that now matches into its table. A replay of the day stopped while it committed is
+    finished first; what it moved is part of the result."""
     result = ReplayResult(day.isoformat())
-    recover(store, day, progress)
+    names = [t.name for t in tables] + [DEADLETTER_TABLE]
+    stopped = journal_of(store.root, day)
+    result.moved = recovery.recover_day(store, day, names, replace=False, progress=progress)
+    if stopped is not None:
+        result.deadletters = stopped.get("deadletters", result.moved_rows)
     if not store.exists(DEADLETTER_TABLE) or not _has_partition(store, DEADLETTER_TABLE, day):
         return result
-    names = [t.name for t in tables] + [DEADLETTER_TABLE]
     plan = Plan(tuple(tables), store.root, day, dt.datetime.now(dt.timezone.utc).replace(microsecond=0), uuid.uuid4().hex[:12])
     columns = [f.name for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
     frame = store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
-    try:
-        with _job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
-            rows = frame.repartition(_parallelism(spark)).mapInArrow(_replay_tasks(plan), OUTPUT).collect()
-        summaries = [json.loads(r["json"]) for r in rows]
-        result.deadletters = sum(s["records"] for s in summaries)
-        for s in summaries:
-            for key, n in s["moved"].items():
-                result.moved[key] = result.moved.get(key, 0) + n
-        if not result.moved:
-            progress(f"{day}: {result.deadletters} dead letter(s), none matches the catalog now")
-            return result
-        _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
-        stored_before = before["rows_stored"]
-        written: dict[str, list] = {}
-        for s in summaries:
-            for name, files in s["files"].items():
-                written.setdefault(name, []).extend(files)
-        fed = [t for t in tables if t.name in written]
-        sync_message_tables(store, fed)
-        journal = {"run": plan.run, "day": day.isoformat(), "commits": [
-            {"table": name, "files": written.get(name, []), "version": store.version(name),
-             "mode": "replace" if name == DEADLETTER_TABLE else "append"}
-            for name in [t.name for t in fed] + [DEADLETTER_TABLE]]}  # the tables first, the dead letters last
-        write_journal(store.root, day, journal)
-        roll_forward(store, journal)
-        remove_journal(store.root, day)
-    finally:
-        if journal_of(store.root, day) is None:  # a journal's files are its roll-forward's to commit
-            store.remove_uncommitted(plan.run, day, names)
+    with recovery.recorded(store.root, plan.run, day, kind="replay"):
+        try:
+            with _job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
+                rows = frame.repartition(_parallelism(spark)).mapInArrow(_replay_tasks(plan), OUTPUT).collect()
+            summaries = [json.loads(r["json"]) for r in rows]
+            read = sum(s["records"] for s in summaries)
+            moved: dict[str, int] = {}
+            for s in summaries:
+                for key, n in s["moved"].items():
+                    moved[key] = moved.get(key, 0) + n
+            if stopped is None:
+                result.deadletters = read
+            if not moved:
+                progress(f"{day}: {read} dead letter(s), none matches the catalog now")
+                return result
+            _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
+            stored_before = before["rows_stored"]
+            written: dict[str, list] = {}
+            for s in summaries:
+                for name, files in s["files"].items():
+                    written.setdefault(name, []).extend(files)
+            fed = [t for t in tables if t.name in written]
+            sync_message_tables(store, fed)
+            journal = {"run": plan.run, "day": day.isoformat(), "deadletters": read, "moved": moved, "commits": [
+                {"table": name, "files": written.get(name, []), "version": store.version(name),
+                 "mode": "replace" if name == DEADLETTER_TABLE else "append"}
+                for name in [t.name for t in fed] + [DEADLETTER_TABLE]]}  # the tables first, the dead letters last
+            write_journal(store.root, day, journal)
+            try:
+                roll_forward(store, journal)
+            except Exception as exc:
+                raise StorageError(
+                    f"{day}: replay {plan.run} stopped while it committed: {exc}. Its journal keeps its files: the "
+                    f"next `catalake replay` of the day finishes it (or `catalake run` replaces the day)") from exc
+            remove_journal(store.root, day)
+        finally:
+            # files of this replay no commit took (failed task attempts, a failed replay); those its
+            # journal names, should it be left, are the roll-forward's
+            recovery.remove_orphans(store, plan.run, day, names)
+    for key, n in moved.items():
+        result.moved[key] = result.moved.get(key, 0) + n
     result.conserved, result.counts = conservation(store, tables, day, stored_before)
-    progress(f"{day}: moved {result.moved_rows} of {result.deadletters} dead letter(s): "
-             + ", ".join(f"{k}: {n}" for k, n in sorted(result.moved.items())))
+    progress(f"{day}: moved {sum(moved.values())} of {read} dead letter(s): "
+             + ", ".join(f"{k}: {n}" for k, n in sorted(moved.items())))
     if not result.conserved:
         raise StorageError(f"{day}: replay changed the day's row count ({stored_before} -> {result.counts['rows_stored']})")
     return result
 
 
-# -- the journal of a replay's commits
-
-def _journal_path(root: str, day: dt.date) -> tuple:
-    filesystem, base = filesystem_of(root)
-    return filesystem, f"{base}/{JOURNAL_DIR}", f"{base}/{JOURNAL_DIR}/{day.isoformat()}.json"
-
-
-def write_journal(root: str, day: dt.date, journal: dict) -> None:
-    filesystem, folder, path = _journal_path(root, day)
-    filesystem.create_dir(folder, recursive=True)
-    with filesystem.open_output_stream(path) as out:
-        out.write(json.dumps(journal).encode())
-
-
-def journal_of(root: str, day: dt.date) -> dict | None:
-    filesystem, _, path = _journal_path(root, day)
-    if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
-        return None
-    with filesystem.open_input_stream(path) as stream:
-        return json.loads(stream.read())
-
-
-def remove_journal(root: str, day: dt.date) -> None:
-    filesystem, _, path = _journal_path(root, day)
-    if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
-        filesystem.delete_file(path)
-
-
-def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
-    """Make each commit of the journal whose table is still at the version it had before (the
-    others were made); returns the tables committed now."""
-    day = dt.date.fromisoformat(journal["day"])
-    made = []
-    for commit in journal["commits"]:
-        if store.version(commit["table"]) != commit["version"]:
-            continue
-        if commit["mode"] == "append":
-            store.append_partition(commit["table"], commit["files"], PARTITION_COLUMN, day)
-        else:
-            store.commit_partition(commit["table"], commit["files"], PARTITION_COLUMN, day)
-        made.append(commit["table"])
-    return made
-
-
-def recover(store: DeltaStore, day: dt.date, progress=lambda message: None) -> None:
-    """Finish a replay of `day` that was killed while it committed."""
-    journal = journal_of(store.root, day)
-    if journal is not None:
-        made = roll_forward(store, journal)
-        remove_journal(store.root, day)
-        progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: {', '.join(made) or 'none left'}")
+def recover(store: DeltaStore, day: dt.date, progress=lambda message: None, names: Sequence[str] = ()) -> dict[str, int]:
+    """Finish a replay of `day` that was stopped while it committed, and remove what killed runs
+    of the day left (recovery.recover_day); returns what the finished replay moved."""
+    return recovery.recover_day(store, day, [*names, DEADLETTER_TABLE], replace=False, progress=progress)

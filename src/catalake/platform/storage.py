@@ -22,7 +22,7 @@ A partition run writes differently (classify.py): its executors write every tabl
 files themselves with pyarrow (``PartFiles``), straight into the partition folders under names
 that carry the run, and the driver commits each table's files (``commit_partition``) through
 delta-rs, on both backends: no Spark job per table. Files no commit took are removed by their
-run (``remove_uncommitted``).
+run (``remove_uncommitted``), or after a crash by the next run of the day (recovery.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, create_table_with_add_actions
@@ -172,6 +172,19 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
     finally:
         filesystem.delete_dir(f"{base}/{staging}")
     return written
+
+
+COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
+
+
+def _committed_version(root: str, commit: str) -> int:
+    """The version a commit made: the snapshot a transaction starts from is not updated by it,
+    and other writers may have committed since (the log's newest entries are searched)."""
+    table = DeltaTable(root, storage_options=uris.delta_options(root))
+    for entry in table.history(50):
+        if entry.get(COMMIT_KEY) == commit:
+            return int(entry["version"])
+    return table.version()
 
 
 def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> list[_WrittenFile]:
@@ -313,6 +326,7 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
         for f in files
     ]
     filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
+    commit = uuid.uuid4().hex
     for attempt in range(COMMIT_ATTEMPTS):
         table = DeltaTable(root, storage_options=uris.delta_options(root))
         try:
@@ -322,8 +336,9 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 schema=table.schema(),
                 partition_by=partition_by or None,
                 partition_filters=filters,
+                commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
             )
-            return table.version()
+            return _committed_version(root, commit)
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
             # made again on the new snapshot, so the partition holds exactly these files
@@ -477,10 +492,12 @@ class DeltaStore:
         files = _write_files(df, path, partition_by)
         _commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
 
-    def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> int:
+    def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
+                         keep_on_failure: bool = False) -> int:
         """Replace partition `column=value` of a table with Parquet files already written into it
         (PartFiles: [path relative to the table, size, rows]), in one Delta commit; no files
-        empties the partition. The files are removed when the commit fails. Returns the new version."""
+        empties the partition. The files are removed when the commit fails, unless
+        `keep_on_failure` (a replay's journal names them). Returns the new version."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
@@ -489,31 +506,38 @@ class DeltaStore:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
             return _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True)
         except BaseException:
-            _remove_files(path, written)
+            if not keep_on_failure:
+                _remove_files(path, written)
             raise
 
-    def append_partition(self, name: str, files: Sequence[Sequence], column: str, value) -> int:
+    def append_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
+                         keep_on_failure: bool = False) -> int:
         """Add Parquet files already written into partition `column=value` (PartFiles) to a
-        table, in one Delta commit, keeping the rows there. Returns the new version."""
+        table, in one Delta commit, keeping the rows there. The files are removed when the commit
+        fails, unless `keep_on_failure`. Returns the new version."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
             return _commit(path, written, [column], None, overwrite=False)
         except BaseException:
-            _remove_files(path, written)
+            if not keep_on_failure:
+                _remove_files(path, written)
             raise
 
-    def remove_uncommitted(self, run: str, day, names: Sequence[str]) -> None:
+    def remove_uncommitted(self, run: str, day, names: Sequence[str], keep: Iterable[str] = ()) -> None:
         """Remove the files run `run` wrote into partition `day` of these tables that no commit
-        references (a failed run, a failed or duplicate task attempt). Other runs' files are
+        references (a failed run, a failed or duplicate task attempt), but for the file names in
+        `keep` (those a replay's journal names: recovery.remove_orphans). Other runs' files are
         never touched: every file name carries its run."""
+        keep = set(keep)
         folder = f"{PARTITION_COLUMN}={_partition_value(day)}"
         prefix = f"part-{run}-"
         for name in names:
             filesystem, base = filesystem_of(f"{self.path(name)}/{folder}")
             if filesystem.get_file_info(base).type != pafs.FileType.Directory:
                 continue
-            mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base)) if i.base_name.startswith(prefix)]
+            mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base))
+                    if i.base_name.startswith(prefix) and i.base_name not in keep]
             if not mine:
                 continue
             live = {os.path.basename(u) for u in self._table(name).file_uris()} if self.exists(name) else set()

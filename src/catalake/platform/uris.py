@@ -15,6 +15,7 @@ own unless they have them (theirs win).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -115,6 +116,8 @@ def _filesystem(scheme: str, options_json: str) -> pafs.FileSystem:
             name = _S3_ARGUMENTS.get(key.lower().removeprefix("aws_"))
             if name:
                 arguments[name] = value
+        # the AWS SDK must be shut down before the interpreter, or the process may abort at exit
+        atexit.register(_finalize_s3)
         return pafs.S3FileSystem(**arguments)
     try:
         filesystem_, _ = pafs.FileSystem.from_uri(f"{scheme}://probe/")
@@ -127,6 +130,13 @@ def _filesystem(scheme: str, options_json: str) -> pafs.FileSystem:
         return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec.filesystem(scheme, **options)))
     except (ImportError, ValueError) as exc:
         raise LocationError(f"no filesystem for {scheme}:// ({exc})") from None
+
+
+def _finalize_s3() -> None:
+    try:
+        pafs.finalize_s3()
+    except Exception:  # noqa: BLE001 - at exit: nothing left to report to
+        pass
 
 
 def storage_environment() -> dict[str, str]:

@@ -1,0 +1,63 @@
+"""The Dagster instance of a `catalake run`.
+
+With DAGSTER_HOME set, runs are recorded there (`DagsterInstance.get()`); without, in memory.
+Creating the instance of a new DAGSTER_HOME creates its SQLite storages, and two processes that
+do it at once race (`sqlite3.OperationalError: table ... already exists`): so creation is
+serialized across processes by a lock file in DAGSTER_HOME, and an instance whose storage
+another process (not taking the lock, e.g. `dagster dev`) was creating at that moment is asked
+for again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Iterator
+
+LOCK_FILE = ".catalake-instance.lock"
+ATTEMPTS = 5
+
+
+@contextlib.contextmanager
+def _locked(home: str) -> Iterator[None]:
+    """An exclusive lock on `home`'s lock file, for this process (released on exit, or when the
+    process dies)."""
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): the retries below are the only guard
+        yield
+        return
+    with open(os.path.join(home, LOCK_FILE), "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _racing(exc: BaseException) -> bool:
+    """Whether an error is another process creating the same storage at the same moment."""
+    text = str(exc).lower()
+    return "already exists" in text or "database is locked" in text
+
+
+def dagster_instance():
+    """The instance of DAGSTER_HOME when set (created there if new, safely against other
+    processes doing the same), else an ephemeral one."""
+    from dagster import DagsterInstance
+
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        return DagsterInstance.ephemeral()
+    if not os.path.isdir(home):
+        return DagsterInstance.get()  # Dagster's own error naming DAGSTER_HOME
+    with _locked(home):
+        for attempt in range(ATTEMPTS):
+            try:
+                return DagsterInstance.get()
+            except Exception as exc:  # noqa: BLE001 - sqlalchemy's OperationalError, wrapped or not
+                if attempt + 1 == ATTEMPTS or not _racing(exc):
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
