@@ -114,7 +114,8 @@ def _start_spark(settings: Settings) -> None:
     request then gets this same session."""
     import threading
 
-    from catalake.platform.spark import build_session, warm_up
+    from catalake.platform.classify import warm_up
+    from catalake.platform.spark import build_session
 
     def start() -> None:
         warm_up(build_session(settings.spark_master, "catalake", dict(settings.spark_conf)))

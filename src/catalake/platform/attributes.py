@@ -117,6 +117,22 @@ def value_rule(name: str, kind: str, declared: str) -> Callable[[str], bool]:
     return lambda text: text == declared
 
 
+# xRegistry message spec "value": a timestamp attribute whose value is 0000-01-01T00:00:00Z is
+# given the current time when a message is created. Also read as that placeholder: the 0.5
+# draft's spelling (01-01-0000T00:00:00Z) and 0001-01-01T00:00:00Z, which the xRegistry tools
+# write (xregistry-codegen's and xregistry-cli's Microsoft.Storage catalogs); any zero offset
+CREATION_TIME = re.compile(r"(?:000[01]-01-01|01-01-0000)[Tt]00:00:00(?:\.0+)?(?:[Zz]|[+-]00:?00)")
+
+
+def timestamp_value_filters(declared: str | None) -> bool:
+    """Whether a `timestamp` attribute's declared `value` is a filter. rc2 "value": setting a
+    value makes it constant for every instance of the message, so a plain timestamp is compared
+    as an instant (`value_rule`: `10:00:00Z` equals `11:00:00+01:00`); the exception is the
+    creation-time placeholder (`CREATION_TIME`), which producers replace with the current time,
+    so it filters nothing. A template (`{view_date}T00:00:00Z`) is matched as a template."""
+    return declared is not None and CREATION_TIME.fullmatch(declared.strip()) is None
+
+
 def value_set(kind: str, declared: str) -> list:
     """The declared `value` as its typed column holds it (the suite's `value_set`); a value that
     does not parse stays text, which no value of the column equals."""

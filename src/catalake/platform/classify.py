@@ -251,3 +251,22 @@ def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}
+
+
+def _import_engine(batches):
+    import pyarrow as pa
+
+    from . import classifier  # noqa: F401 - what a partition run's workers import first
+
+    for _ in batches:
+        yield pa.record_batch([pa.array([0], pa.int32())], names=["ready"])
+
+
+def warm_up(session: SparkSession) -> None:
+    """One tiny job over every core: the JVM compiles its first plan and the Python workers start
+    and import the engine, so the first real job of a run does not pay for it."""
+    try:
+        cores = max(int(session.sparkContext.defaultParallelism), 1)
+    except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
+        return
+    session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()

@@ -13,7 +13,9 @@ REASONS = {
     "too_deep": "the record nests objects and arrays deeper than the limit",
     "not_an_event": "JSON, but neither a CloudEvent nor a protocol record",
     "missing_required_attribute": "a CloudEvent without id, source, type or specversion, or without an attribute its definition requires",
-    "invalid_attribute": "a CloudEvent whose id or source is empty, or whose time is not an RFC 3339 timestamp",
+    "invalid_attribute": ("a CloudEvent that breaks CloudEvents 1.0: an attribute name not lower-case a-z/0-9, an empty "
+                          "id, source, type or subject, id/source/specversion/type/... not a JSON string in a JSON "
+                          "event, or a time that is not an RFC 3339 timestamp"),
     "unsupported_specversion": "a CloudEvent whose specversion is not 1.0",
     "no_match": "no message definition matches the record",
     "ambiguous": "several definitions match and the payload does not single one out",

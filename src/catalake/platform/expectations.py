@@ -173,9 +173,9 @@ def _declared_values(table: MessageTable) -> Iterator[tuple[str, dict, str]]:
 def rule_attribute_values(table: MessageTable) -> Iterator[Expectation]:
     """An attribute declared with a constant `value` holds exactly that value, by the matcher's
     rule (attributes.value_rule): a typed column holds the parsed value (`value_set`), a content
-    type is a media type the declared one accepts (`media_type_regex`). Timestamp values are
-    creation-time defaults, not constraints (as in the matcher); a binary column's bytes have no
-    form in a suite file (JSON), so the matcher alone compares them."""
+    type is a media type the declared one accepts (`media_type_regex`). A timestamp value and a
+    binary column's bytes have no form in a suite file (JSON) that every engine compares with the
+    typed column alike, so the matcher alone compares them (attributes.timestamp_value_filters)."""
     for name, decl, source in _declared_values(table):
         value, kind = decl.get("value"), str(decl.get("type") or "string").lower()
         if value is None or kind in ("timestamp", "uritemplate", "binary") or "{" in str(value):

@@ -23,12 +23,14 @@ Rules (each a named function below, with the spec section it implements):
 * rule_required: `required` attributes/options must be present (`id`, `source`, `type`,
   `specversion` always, spec "CloudEvents/1.0"). A structured JSON event without
   `datacontenttype` carries JSON (CloudEvents JSON format), so it counts as `application/json`.
-  A `timestamp` declaration's `value` is a creation-time default (spec "value"), and a
-  `dataschema` value pointing into the catalog's own registry is not sent by producers: neither
-  is used as a filter. A timestamp `value` that is a template (`{view_date}T00:00:00Z`) is
-  matched like any template, on the attribute's text as sent: its placeholders get their
-  values. A binding's delivery settings (MQTT qos/retain/expiry, AMQP header) are never
-  filters (protocols.py).
+  A `timestamp` declaration's `value` is a constant like any other (spec "value"), compared as
+  an instant (attributes.timestamp_value_filters), but for `0000-01-01T00:00:00Z` (and the
+  spellings the xRegistry tools use for it), which producers replace with the creation time;
+  a `dataschema` value pointing into the catalog's own registry is not sent by producers:
+  neither of those two is used as a filter. A timestamp `value` that is a template
+  (`{view_date}T00:00:00Z`) is matched like any template, on the attribute's text as sent: its
+  placeholders get their values. A binding's delivery settings (MQTT qos/retain/expiry, AMQP
+  header) are never filters (protocols.py).
 * rule_attribute_type: declared types are checked (spec "Type System": integer, boolean,
   timestamp (RFC 3339), uri, urireference, binary; string and uritemplate accept any text), by
   the parse that types the table's column (attributes.py).
@@ -37,7 +39,9 @@ Rules (each a named function below, with the spec section it implements):
 * rule_same_placeholder_value: a placeholder used more than once (including what is inherited
   through `basemessage`) takes the same value everywhere (spec "value").
 * rule_most_derived: among several candidates, one that derives from all the others through
-  `basemessage` wins (spec "basemessage": the derived message shadows its base).
+  `basemessage` wins (spec "basemessage": the derived message shadows its base), on the
+  record's metadata alone: a payload its schema refuses is its `schema_violation`, never
+  handed to the base whose schema would take it (the record is the derived message).
 """
 
 from __future__ import annotations
@@ -120,8 +124,8 @@ def _check(key: str, decl: dict, strict: bool) -> Check | None:
     value = attributes.declared_text(decl.get("value"))
     required = bool(decl.get("required"))
     kind = str(decl.get("type") or "string").lower()
-    if kind == "timestamp" and (value is None or "{" not in value):
-        value = None  # a timestamp `value` is what producers fill in at creation (spec "value"), not a filter
+    if kind == "timestamp" and not attributes.timestamp_value_filters(value):
+        value = None  # 0000-01-01T00:00:00Z: the creation time, filled in by producers (spec "value")
     if key == "ce:dataschema" and registry_reference(value):
         return None
     if value is None and not required and kind in ("string", "uritemplate"):
@@ -255,6 +259,11 @@ def rule_same_placeholder_value(pairs: list[tuple[str, str]]) -> bool:
 
 
 def rule_most_derived(cands: list[Definition]) -> list[Definition]:
+    """The candidates every other one is a base of. Decided before the payload is looked at, so
+    the derived message keeps the record when its own schema refuses the payload and its base's
+    would accept it: the record is an instance of the derived message (its metadata says so),
+    and storing it in the base's table would file it under the wrong definition; its dead letter
+    (`schema_violation`) lists both candidates and is replayed once the catalog is fixed."""
     return [c for c in cands if all(o.xid == c.xid or o.xid in c.base_chain for o in cands)]
 
 

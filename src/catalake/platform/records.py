@@ -34,11 +34,17 @@ from .protocols import AMQP, Binding, amqp_properties, binding_of
 
 MISSING = object()  # no payload at all (not JSON null)
 CORE = ("id", "source", "type", "specversion")
+# the attributes CloudEvents 1.0 defines with a String, URI, URI-reference or Timestamp type: the
+# JSON event format ("Type System Mapping") writes each as a JSON string
+JSON_STRINGS = ("id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time")
+# CloudEvents 1.0 "Context Attributes": when present, each MUST be a non-empty string
+NON_EMPTY = ("id", "source", "type", "subject")
+JSON_KINDS = {bool: "boolean", int: "number", float: "number", dict: "object", list: "array"}
 
 
 class Record:
     __slots__ = ("kind", "binding", "raw", "headers", "props", "protocol", "is_structured", "attrs", "content_type",
-                 "data", "data_b64", "address", "fields", "_times", "payload_error")
+                 "data", "data_b64", "address", "fields", "_times", "payload_error", "event")
 
     def __init__(self, kind: str, binding: Binding | None = None, raw: dict | None = None):
         self.kind, self.binding, self.raw = kind, binding, raw
@@ -52,6 +58,7 @@ class Record:
         self.data_b64 = None
         self.payload_error: str | None = None  # why a JSON payload's text does not decode
         self.address = None
+        self.event: dict | None = None  # a structured event as the JSON event format carries it
         self.fields: dict = {}
         self._times: dict = {}
 
@@ -101,9 +108,11 @@ def batch_events(obj) -> list | None:
 
 def record_fault(rec: Record) -> tuple[str, str] | None:
     """(dead-letter reason, detail) of a record no definition may take, whatever the catalog:
-    not an event; a CloudEvent without a core attribute, of another specversion, or invalid by
-    CloudEvents 1.0 "Context Attributes" (`id` and `source` MUST be non-empty; `time`, when
-    present, MUST be an RFC 3339 timestamp with its offset). None for any other record."""
+    not an event; a CloudEvent without a core attribute, with a defined attribute the JSON event
+    format writes as a string carried as another JSON value (`json_string_faults`), of another
+    specversion, or otherwise invalid by CloudEvents 1.0 "Context Attributes" (`id`, `source`,
+    `type` and `subject` MUST be non-empty: `empty_attributes`; `time`, when present, MUST be an
+    RFC 3339 timestamp with its offset). None for any other record."""
     if rec.kind == "not_an_event":
         return "not_an_event", "neither a CloudEvent nor a protocol record"
     if not rec.is_ce:
@@ -111,15 +120,36 @@ def record_fault(rec: Record) -> tuple[str, str] | None:
     missing = [a for a in CORE if rec.attrs.get(a) is None]
     if missing:
         return "missing_required_attribute", "missing CloudEvents attribute(s): " + ", ".join(missing)
+    not_strings = json_string_faults(rec)
+    if not_strings:
+        return "invalid_attribute", ("CloudEvents attribute(s) " + ", ".join(not_strings)
+                                     + " (the JSON event format writes them as JSON strings)")
     if rec.attrs["specversion"] != "1.0":
         return "unsupported_specversion", f"specversion {rec.attrs['specversion']} (1.0 is supported)"
-    empty = [name for name in ("id", "source") if rec.attrs.get(name) == ""]
+    empty = empty_attributes(rec)
     if empty:
         return "invalid_attribute", "empty CloudEvents attribute(s): " + ", ".join(empty) + " (must be non-empty)"
     time = rec.attrs.get("time")
     if time is not None and rec.timestamp("ce:time") is None:
         return "invalid_attribute", f"time {time[:64]!r} is not an RFC 3339 timestamp with an offset (e.g. 2026-11-20T10:00:00Z)"
     return None
+
+
+def empty_attributes(rec: Record) -> list[str]:
+    """The attributes CloudEvents 1.0 requires to be non-empty strings when present (`NON_EMPTY`:
+    id, source, type, subject) that are empty. An empty `type` is a malformed envelope, not an
+    event type the catalog lacks (`no_match`)."""
+    return [name for name in NON_EMPTY if rec.attrs.get(name) == ""]
+
+
+def json_string_faults(rec: Record) -> list[str]:
+    """The attributes CloudEvents defines as text (`JSON_STRINGS`) that a structured event carries
+    as another JSON value (`"id": 5`, `"specversion": 1.0`), each with that value's JSON kind. The
+    JSON event format writes them as strings; extension attributes may be JSON numbers and booleans."""
+    if rec.event is None:
+        return []
+    return [f"{name} is a JSON {JSON_KINDS.get(type(rec.event[name]), 'value')}" for name in JSON_STRINGS
+            if rec.event.get(name) is not None and not isinstance(rec.event[name], str)]
 
 
 def decode_payload(value):
@@ -189,6 +219,7 @@ def normalize(obj) -> Record:
 
 
 def _structured(rec: Record, event: dict) -> None:
+    rec.event = event
     rec.attrs = _structured_attrs(event)
     if "data" in event:
         rec.data = event["data"]

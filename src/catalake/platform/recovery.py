@@ -69,14 +69,18 @@ def recorded(root: str, run: str, day: dt.date, kind: str = "run") -> Iterator[N
 
 
 def alive(pid: int) -> bool:
-    """Whether process `pid` exists on this host."""
+    """Whether process `pid` runs on this host (a zombie, killed and not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # another user's process
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): it exists
 
 
 def crashed(root: str, day: dt.date) -> list[str]:

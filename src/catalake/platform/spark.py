@@ -96,22 +96,3 @@ def discard(session: SparkSession) -> None:
     SparkContext._active_spark_context = None
     SparkContext._gateway = None
     SparkContext._jvm = None
-
-
-def _import_engine(batches):
-    import pyarrow as pa
-
-    import catalake.platform.classifier  # noqa: F401 - what a partition run's workers import first
-
-    for _ in batches:
-        yield pa.record_batch([pa.array([0], pa.int32())], names=["ready"])
-
-
-def warm_up(session: SparkSession) -> None:
-    """One tiny job over every core: the JVM compiles its first plan and the Python workers start
-    and import the engine, so the first real job of a run does not pay for it."""
-    try:
-        cores = max(int(session.sparkContext.defaultParallelism), 1)
-    except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
-        return
-    session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()
