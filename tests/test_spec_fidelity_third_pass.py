@@ -113,6 +113,16 @@ def test_a_required_property_not_under_properties_is_enforced_issue_34_2(tmp_pat
         c = classifier(tmp_path, {"g": {"messages": {"T": json_schema_message(schema)}}})
         assert not outcome(c, event(data=bad))[2], (schema, bad)
         assert outcome(c, event(data=good))[2], (schema, good)
+    # a required property whose schema is an enum of one scalar kind (no `type`) is compiled exactly:
+    # present it is never null, absent or null it is refused, without jsonschema on every record
+    from catalake.platform.payload import uncompiled
+
+    schema = {"type": "object", "required": ["s"], "properties": {"s": {"enum": ["ok", "failed"]}}}
+    assert uncompiled(schema) == set()
+    c = classifier(tmp_path, {"g": {"messages": {"T": json_schema_message(schema)}}})
+    assert outcome(c, event(data={"s": "ok"}))[2]
+    assert not outcome(c, event(data={}))[2] and not outcome(c, event(data={"s": None}))[2]
+    assert not outcome(c, event(data={"s": "other"}))[2]
     # a timestamp column's enum is text jsonschema checks (it is never compared with the parsed time)
     c = classifier(tmp_path, {"g": {"messages": {"T": json_schema_message({"type": "object", "properties": {
         "a": {"type": "array", "items": {"type": "string", "format": "date-time", "enum": ["2026-11-20T10:00:00Z"]}}}})}}})

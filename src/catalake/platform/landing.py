@@ -53,6 +53,7 @@ MIN_TASK_BYTES = 4 << 20  # smaller days are not cut into more tasks than this f
 MAX_RECORD_BYTES = 10 << 20  # a longer record is dead-lettered as record_too_large
 SHOWN_BYTES = 4096  # what a dead-letter row keeps of a record too large to store
 BLOCK = 8 << 20
+REMOTE_BLOCK = 32 << 20  # one ranged GET per this many bytes of a file on object storage
 
 
 @dataclass(frozen=True)
@@ -238,12 +239,12 @@ def is_line_file(path: str) -> bool:
     return path.lower().endswith(".jsonl")
 
 
-def _open(path: str, size: int | None = None):
+def _open(path: str):
     """A seekable binary reader of a local or remote file."""
     if not uris.is_remote(path):
         return open(path, "rb")
     filesystem, inner = uris.filesystem(path)
-    return io.BufferedReader(filesystem.open_input_file(inner), buffer_size=BLOCK)
+    return io.BufferedReader(filesystem.open_input_file(inner), buffer_size=REMOTE_BLOCK)
 
 
 def _cuts(landed: Landed, split: int) -> list[Piece]:

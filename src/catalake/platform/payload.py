@@ -150,6 +150,9 @@ def _not_null(schema) -> bool:
     if set(schema) & ASSERTIONS == {"$ref"}:
         return True
     declared = schema.get("type")
+    if declared is None:  # an enum or const of one scalar kind without null: never a null column when present
+        values = schema["enum"] if isinstance(schema.get("enum"), list) else [schema["const"]] if "const" in schema else None
+        return values is not None and None not in values and _scalar_kind(values) is not None
     return isinstance(declared, str) and declared != "null"
 
 

@@ -177,13 +177,14 @@ def _write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[_Wri
 COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
 
 
-def _committed_version(root: str, commit: str) -> int:
+def _committed_version(table: DeltaTable, commit: str) -> int:
     """The version a commit made: the snapshot a transaction starts from is not updated by it,
     and other writers may have committed since (the log's newest entries are searched)."""
-    table = DeltaTable(root, storage_options=uris.delta_options(root))
-    for entry in table.history(50):
-        if entry.get(COMMIT_KEY) == commit:
-            return int(entry["version"])
+    table.update_incremental()  # reads only the log entries added since the table was loaded
+    for limit in (1, 50):  # almost always the newest: each entry read is one request on object storage
+        for entry in table.history(limit):
+            if entry.get(COMMIT_KEY) == commit:
+                return int(entry["version"])
     return table.version()
 
 
@@ -304,9 +305,11 @@ class PartFiles:
         self.files = {}
 
 
-def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool) -> int:
+def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
+            table: DeltaTable | None = None) -> int:
     """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
-    returns the table's new version."""
+    returns the table's new version. `table`: the table as just loaded (on object storage each
+    load is several requests)."""
     if replace:
         (col, value), = replace.items()
         stray = {f.partition_values.get(col) for f in files} - {value}
@@ -328,7 +331,8 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
     filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
     commit = uuid.uuid4().hex
     for attempt in range(COMMIT_ATTEMPTS):
-        table = DeltaTable(root, storage_options=uris.delta_options(root))
+        if table is None or attempt:
+            table = DeltaTable(root, storage_options=uris.delta_options(root))
         try:
             table.create_write_transaction(
                 actions,
@@ -338,7 +342,7 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 partition_filters=filters,
                 commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
             )
-            return _committed_version(root, commit)
+            return _committed_version(table, commit)
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
             # made again on the new snapshot, so the partition holds exactly these files
@@ -504,7 +508,7 @@ class DeltaStore:
             table = self._table(name)
             if column not in table.metadata().partition_columns:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
-            return _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True)
+            return _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True, table=table)
         except BaseException:
             if not keep_on_failure:
                 _remove_files(path, written)
