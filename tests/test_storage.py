@@ -186,3 +186,38 @@ def test_asking_for_delta_spark_without_jars_is_a_clear_error(spark, tmp_path):
         pytest.skip("delta-spark is available here")
     with pytest.raises(StorageError, match="cannot load the Delta data source"):
         DeltaStore(spark, tmp_path, backend="delta-spark")
+
+
+def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writers_rows(tmp_path):
+    """Issue 26: delta-rs checks a transaction of given actions as a blind append, so two partition
+    overwrites that read the same snapshot would both commit and keep both writers' files. The
+    later one removes what the earlier one added in between: the partition holds one writer's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable, write_deltalake
+
+    from catalake.platform.storage import _WrittenFile, _commit
+
+    root = str(tmp_path / "t")
+    # the day's partition is new: neither overwrite removes a file the other removes too (which
+    # delta-rs would see as a conflict)
+    write_deltalake(root, pa.table({"id": ["other day"], "event_date": ["2026-11-19"]}), partition_by=["event_date"])
+    folder = tmp_path / "t" / "event_date=2026-11-20"
+    folder.mkdir()
+
+    def files(writer: str, n: int) -> list:
+        out = []
+        for i in range(n):
+            name = f"part-{writer}-{i}.zstd.parquet"
+            pq.write_table(pa.table({"id": [f"{writer}{i}"]}), folder / name)
+            out.append(_WrittenFile(f"event_date=2026-11-20/{name}", (folder / name).stat().st_size, {"event_date": "2026-11-20"}, 1))
+        return out
+
+    stale = DeltaTable(root)  # writer B read the table before writer A committed
+    first = _commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)
+    second = _commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)
+    assert second > first
+    rows = sorted(DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
+    assert rows == ["b0", "b1", "b2", "other day"]
+    # the earlier writer's version still reads its own rows (time travel)
+    assert sorted(DeltaTable(root, version=first).to_pyarrow_table().column("id").to_pylist()) == ["a0", "a1", "other day"]

@@ -43,7 +43,7 @@ from pyarrow import fs as pafs
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Schema as DeltaSchema
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -186,6 +186,44 @@ def _committed_version(table: DeltaTable, commit: str) -> int:
             if entry.get(COMMIT_KEY) == commit:
                 return int(entry["version"])
     return table.version()
+
+
+def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version: int, mine: set[str],
+                       replace: dict) -> None:
+    """After a partition overwrite committed at `version` from the snapshot `read_version`: the
+    files another writer added to that partition in between were not in the snapshot, so the
+    overwrite did not remove them (delta-rs checks a transaction of given actions as a blind
+    append). They are removed now, in one more commit, so the partition holds exactly one
+    writer's rows. A writer that commits later does the same for these files: the last one wins."""
+    if version <= read_version + 1:
+        return
+    (column, value), = replace.items()
+    filesystem, base = uris.filesystem(root)
+    added: set[str] = set()
+    for between in range(read_version + 1, version):
+        with filesystem.open_input_stream(f"{base}/_delta_log/{between:020d}.json") as log:
+            for line in log.read().splitlines():
+                action = json.loads(line).get("add")
+                if action and _partition_value((action.get("partitionValues") or {}).get(column)) == value:
+                    added.add(unquote(action["path"]))
+    for attempt in range(COMMIT_ATTEMPTS):
+        table.update_incremental()
+        current = pa.table(table.get_add_actions(flatten=True)).to_pydict()
+        stale = [(p, n) for p, n in zip(current.get("path", []), current.get("size_bytes", [None] * len(current.get("path", []))))
+                 if unquote(p) in added and unquote(p) not in mine]
+        if not stale:
+            return
+        now = int(time.time() * 1000)
+        removes = [RemoveAction(path=p, data_change=True, deletion_timestamp=now, size=n, partition_values={column: value})
+                   for p, n in stale]
+        try:
+            table.create_write_transaction(removes, mode="append", schema=table.schema(),
+                                           partition_by=list(table.metadata().partition_columns) or None)
+            return
+        except CommitFailedError:
+            if attempt + 1 == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> list[_WrittenFile]:
@@ -333,6 +371,7 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
     for attempt in range(COMMIT_ATTEMPTS):
         if table is None or attempt:
             table = DeltaTable(root, storage_options=uris.delta_options(root))
+        read_version = table.version()
         try:
             table.create_write_transaction(
                 actions,
@@ -342,7 +381,10 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 partition_filters=filters,
                 commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
             )
-            return _committed_version(table, commit)
+            version = _committed_version(table, commit)
+            if overwrite and replace:
+                _remove_concurrent(root, table, read_version, version, {f.path for f in files}, replace)
+            return version
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
             # made again on the new snapshot, so the partition holds exactly these files
