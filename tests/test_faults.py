@@ -68,6 +68,19 @@ def day_rows(warehouse: Path) -> dict[str, list]:
     return out
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether any process of process group `pgid` still runs (zombies aside)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                return True
+    return False
+
+
 def dead_spills() -> list[str]:
     from catalake.platform.classifier import SPILL_PREFIX
     from catalake.platform.recovery import alive
@@ -343,6 +356,9 @@ def test_30_2_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
             os.killpg(replay.pid, signal.SIGKILL)  # the driver, the JVM and the Python workers
         replay.wait()
     assert replay.returncode == -signal.SIGKILL, "the replay ended before it could be killed while writing"
+    gone_by = time.monotonic() + 60  # its JVM's Python workers die with it, but not at the same instant
+    while group_alive(replay.pid) and time.monotonic() < gone_by:
+        time.sleep(0.1)
     assert recovery.journal_of(str(warehouse), dt.date.fromisoformat(DAY)) is None, "killed after its journal: not the write phase"
     left = part_files(warehouse) - committed(warehouse)
     assert left, "the kill left no uncommitted file: nothing to prove"
