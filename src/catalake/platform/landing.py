@@ -125,7 +125,10 @@ def list_day(root: str, day: dt.date) -> DayListing:
     """The landed files of one day, sorted (subfolders included). A root that does not exist or
     cannot be listed raises LocationError naming it and the cause."""
     root = uris.normalize(root)
-    filesystem = check_root(root)
+    return _list_day(check_root(root), root, day)
+
+
+def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date) -> DayListing:
     listing = DayListing()
     for name in (day.isoformat(), f"dt={day.isoformat()}"):
         folder = uris.join(root, name)
@@ -215,7 +218,7 @@ def landing_partitions(root: str) -> dict[str, str]:
             continue
         day = dt.date.fromisoformat(match.group(1))
         digest = hashlib.sha256()
-        for f in list_day(root, day).files:
+        for f in _list_day(filesystem, root, day).files:  # the root was checked once above
             digest.update(f"{display_path(f.path)}|{f.size}|{f.modified_ns}\n".encode())
         out[day.isoformat()] = digest.hexdigest()
     return out
