@@ -53,6 +53,7 @@ test-fast: $(BIN)/.installed
 
 dev: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)
+	$(BIN)/python -c 'from catalake.instance import ensure_config; ensure_config("$(DAGSTER_HOME)")'
 	$(BIN)/dagster dev -w workspace.yaml
 
 validate: $(BIN)/.installed

@@ -347,6 +347,9 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     assert sum(first.tables.values()) + sum(first.deadletter.values()) == 59
     ok, counts = conservation(store, tables, DAY, first.records)
     assert ok and counts["rows_stored"] == 59
+    # the counts the commits left loaded are the logs' counts
+    assert conservation(store, tables, DAY, first.records, first.stored) == (ok, counts)
+    assert set(first.stored) == set(first.written)
     violation = store.read(DEADLETTER_TABLE).where("reason = 'schema_violation'").first()
     assert violation.detail == "data.distance_m: -5 is less than the minimum of 0"
     assert violation.source_file.endswith("rides-http.jsonl") and violation.candidates == [
@@ -365,6 +368,32 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     store.overwrite_partition(name, store.read(name).where(F.col("source_line") != 1), "event_date", DAY)
     ok, counts = conservation(store, tables, DAY, first.records)
     assert not ok and counts["rows_stored"] == 58
+
+
+def test_a_small_day_in_local_processes_writes_what_the_spark_job_writes(spark, tmp_path):
+    """CATALAKE_LOCAL_TASK_BYTES: the same tasks in local Python processes, Spark never asked
+    for, give the same tables, dead letters, counts and quality tallies as the Spark job."""
+    from catalake.platform.storage import DeltaStore
+
+    catalog = load_catalog([DEMO_CATALOG])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG])
+    landing = DEMO_DIR / "landing"
+    results, snapshots = [], []
+    for mode in ("spark", "local"):
+        store = DeltaStore(spark, tmp_path / mode)
+        sync_message_tables(store, tables)
+
+        def no_spark():
+            raise AssertionError("a small day must not start Spark")
+
+        result = classify_partition(spark if mode == "spark" else no_spark, store, catalog, tables, landing, DAY,
+                                    local_bytes=0 if mode == "spark" else 1 << 30)
+        assert conservation(store, tables, DAY, result.records, result.stored)[0]
+        results.append((result.as_json(), {n: (q.results, q.types, q.rejected) for n, q in result.quality.items()}))
+        snapshots.append({n: [re.sub(r'"source_file": "[^"]*/', '"source_file": "', r) for r in rows]
+                          for n, rows in _snapshot(store, tables).items()})
+    assert results[0] == results[1] and results[0][0]["records"] == 59
+    assert snapshots[0] == snapshots[1]
 
 
 def test_a_day_without_landed_files_is_an_empty_partition(spark, tmp_path):

@@ -28,6 +28,9 @@ from catalake.platform.expectations import (
     rule_required_attributes,
     rule_uritemplates,
     suite_expectations,
+    document_json,
+    plain_suite_document,
+    suite_document,
     suite_json,
     sync_suites,
 )
@@ -207,6 +210,24 @@ def _order(i, **data):
                "customer": {"email": "a@b.example"}, "items": ["x"], **data}
     return ce("shop.Order", f"/shops/s{i % 2}", id=str(i), subject=f"order-{i}", time="2026-11-20T10:00:00Z",
               datacontenttype="application/json", data=payload)
+
+
+def test_suite_files_are_gx_documents_built_without_gx(shop, shared_data):
+    """The suite files are written from plain data: byte for byte what GX serializes for the
+    same suite, for every expectation kind (the shop catalog) and the first definitions of every
+    real public catalog."""
+    tables = list(shop[2].values())
+    for entry in VALID:
+        catalog = load_catalog([shared_data / entry[0]])
+        found, _ = message_tables(catalog, catalog_roots([shared_data / entry[0]]))
+        tables += found[:3]
+    kinds = set()
+    for table in tables:
+        expectations = suite_expectations(table)
+        kinds |= {e.type for e in expectations}
+        assert document_json(plain_suite_document(table, expectations)) == \
+            document_json(suite_document(build_suite(table, expectations=expectations))), table.name
+    assert len(tables) > 200 and len(kinds) == 6  # every kind catalake generates
 
 
 @pytest.fixture(scope="module")

@@ -214,8 +214,8 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
         return out
 
     stale = DeltaTable(root)  # writer B read the table before writer A committed
-    first = _commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)
-    second = _commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)
+    first = _commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)[0]
+    second = _commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)[0]
     assert second > first
     rows = sorted(DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
     assert rows == ["b0", "b1", "b2", "other day"]

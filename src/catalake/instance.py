@@ -6,6 +6,10 @@ do it at once race (`sqlite3.OperationalError: table ... already exists`): so cr
 serialized across processes by a lock file in DAGSTER_HOME, and an instance whose storage
 another process (not taking the lock, e.g. `dagster dev`) was creating at that moment is asked
 for again.
+
+A DAGSTER_HOME without a dagster.yaml gets catalake's (`dagster.yaml` beside this module):
+Dagster's default SQLite storage there, whose event log stores a step's event batches in one
+transaction (eventlog.py). A dagster.yaml of the user's own is never touched.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import os
 import time
 from typing import Iterator
 
+from pathlib import Path
+
 LOCK_FILE = ".catalake-instance.lock"
+DEFAULT_CONFIG = Path(__file__).with_name("dagster.yaml")
 ATTEMPTS = 5
 
 
@@ -42,6 +49,17 @@ def _racing(exc: BaseException) -> bool:
     return "already exists" in text or "database is locked" in text
 
 
+def ensure_config(home: str) -> bool:
+    """Write catalake's instance configuration into `home` when it has none. True if written."""
+    target = Path(home) / "dagster.yaml"
+    if target.exists():
+        return False
+    partial = target.with_name(f".dagster.yaml.{os.getpid()}")
+    partial.write_text(DEFAULT_CONFIG.read_text())
+    partial.replace(target)  # another process reading it sees all of it or nothing
+    return True
+
+
 def dagster_instance():
     """The instance of DAGSTER_HOME when set (created there if new, safely against other
     processes doing the same), else an ephemeral one."""
@@ -53,6 +71,7 @@ def dagster_instance():
     if not os.path.isdir(home):
         return DagsterInstance.get()  # Dagster's own error naming DAGSTER_HOME
     with _locked(home):
+        ensure_config(home)
         for attempt in range(ATTEMPTS):
             try:
                 return DagsterInstance.get()

@@ -76,7 +76,7 @@ def message_catalog(
         context.log.warning(str(warning))
     for warning in schema_warnings:
         context.log.warning(f"payload kept as JSON text: {warning}")
-    store = warehouse.store(spark.session)
+    store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
     try:
         synced = sync_message_tables(store, tables)
     except EvolutionError as exc:

@@ -2,6 +2,7 @@
 dead-letter table (a multi-asset that can be subset), with the conservation check."""
 
 import datetime as dt
+import time
 from pathlib import Path
 
 from dagster import (
@@ -18,6 +19,7 @@ from dagster import (
     multi_asset,
 )
 
+from catalake.eventlog import event_batch
 from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DOCS_INDEX, Settings
@@ -115,94 +117,112 @@ def build_events_asset(settings: Settings):
             only = None  # the day: every table and the dead-letter table
         elif DEADLETTER_KEY in selected:
             only.add(DEADLETTER_TABLE)
-        store = warehouse.store(spark.session)
+        store = warehouse.store(spark)  # Spark started only for a day too large for local processes
         result = classify_partition(
-            spark.session, store, catalog, tables, landing.root, day, only=only, progress=context.log.info
+            lambda: spark.session, store, catalog, tables, landing.root, day, only=only,
+            local_bytes=settings.local_bytes, progress=context.log.info,
         )
-        # Only the tables the run wrote (the day feeds them, or fed them before): with a large
-        # catalog most tables see no event on a given day, and recording a materialization and
-        # a check for each would cost more than the classification. Logged as events rather
-        # than yielded as outputs: Dagster checks every yielded output against all the others
-        # (quadratic in the number of tables; 80 s for 1,000 of them, benchmarks/RESULTS.md).
         written = [t for t in tables if t.name in result.written]
-        for table in written:
-            context.log_event(AssetMaterialization(
-                asset_key=key_of[table.name],
-                partition=context.partition_key,
-                metadata={
-                    "dagster/partition_row_count": result.tables.get(table.message.xid, 0),
-                    "path": MetadataValue.path(store.path(table.name)),
-                    "delta_version": result.versions[table.name],
-                },
-            ))
-        if settings.record_empty and only is None:
-            # the day was processed for every table: one that got no event shows 0 rows rather
-            # than a missing partition (the check is not run: there is nothing to check)
-            for table in tables:
-                if table.name not in result.written:
-                    context.log_event(AssetMaterialization(
-                        asset_key=key_of[table.name], partition=context.partition_key,
-                        metadata={"dagster/partition_row_count": 0, "path": MetadataValue.path(store.path(table.name))},
-                    ))
-        quality_checks(context, warehouse.local, written, key_of, result)
-        if DEADLETTER_TABLE in result.written:
-            rows = sum(result.deadletter.values())
-            yield MaterializeResult(
-                asset_key=DEADLETTER_KEY,
-                metadata={
-                    "dagster/partition_row_count": rows,
-                    "records_read": result.records,
-                    "by_reason": MetadataValue.json(result.deadletter),
-                    "per_table": MetadataValue.md(markdown_table(
-                        ["message", "rows"], [[x, n] for x, n in sorted(result.tables.items())]
-                        + [[f"deadletter: {r}", n] for r, n in sorted(result.deadletter.items())],
-                    )),
-                    "result": MetadataValue.json(result.as_json()),
-                    "landing": result.landing,
-                    "landing_files": len(result.files),
-                    "skipped_landing_paths": MetadataValue.md("\n".join(
-                        [f"- `{p}` (a symbolic link)" for p in result.skipped]
-                        + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
-                    "path": MetadataValue.path(store.path(DEADLETTER_TABLE)),
-                },
-            )
-            # read back from every table, subset run or not: the day's rows must add up
-            ok, counts = conservation(store, tables, day, result.records)
-            yield AssetCheckResult(
-                asset_key=DEADLETTER_KEY,
-                check_name="conservation",
-                passed=ok,
-                severity=AssetCheckSeverity.ERROR,
-                metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
-                          "per_table": MetadataValue.json(counts["per_table"])},
-            )
-            yield AssetCheckResult(
-                asset_key=DEADLETTER_KEY,
-                check_name="landing",
-                passed=result.landing != "missing",
-                severity=AssetCheckSeverity.WARN,
-                description=(f"no folder {day.isoformat()}/ or dt={day.isoformat()}/ in the landing zone "
-                             f"{landing.root}: nothing was read" if result.landing == "missing" else None),
-                metadata={"landing": result.landing, "root": landing.root, "files": len(result.files)},
-            )
+        clock = time.perf_counter()
+        with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
+            report_tables(context, settings, store, tables, written, key_of, only is None, result)
+            result.seconds["quality_docs"] = quality_checks(context, warehouse.local, written, key_of, result)
+        result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
+        if DEADLETTER_TABLE not in result.written:
+            return
+        # read back from every table, subset run or not: the day's rows must add up
+        clock = time.perf_counter()
+        ok, counts = conservation(store, tables, day, result.records, result.stored)
+        result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
+        context.log.info(f"{day}: seconds per phase: {result.seconds}")
+        rows = sum(result.deadletter.values())
+        yield MaterializeResult(
+            asset_key=DEADLETTER_KEY,
+            metadata={
+                "dagster/partition_row_count": rows,
+                "records_read": result.records,
+                "by_reason": MetadataValue.json(result.deadletter),
+                "per_table": MetadataValue.md(markdown_table(
+                    ["message", "rows"], [[x, n] for x, n in sorted(result.tables.items())]
+                    + [[f"deadletter: {r}", n] for r, n in sorted(result.deadletter.items())],
+                )),
+                "result": MetadataValue.json(result.as_json()),
+                "seconds": MetadataValue.json(result.seconds),
+                "landing": result.landing,
+                "landing_files": len(result.files),
+                "skipped_landing_paths": MetadataValue.md("\n".join(
+                    [f"- `{p}` (a symbolic link)" for p in result.skipped]
+                    + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
+                "path": MetadataValue.path(store.path(DEADLETTER_TABLE)),
+            },
+        )
+        yield AssetCheckResult(
+            asset_key=DEADLETTER_KEY,
+            check_name="conservation",
+            passed=ok,
+            severity=AssetCheckSeverity.ERROR,
+            metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
+                      "per_table": MetadataValue.json(counts["per_table"])},
+        )
+        yield AssetCheckResult(
+            asset_key=DEADLETTER_KEY,
+            check_name="landing",
+            passed=result.landing != "missing",
+            severity=AssetCheckSeverity.WARN,
+            description=(f"no folder {day.isoformat()}/ or dt={day.isoformat()}/ in the landing zone "
+                         f"{landing.root}: nothing was read" if result.landing == "missing" else None),
+            metadata={"landing": result.landing, "root": landing.root, "files": len(result.files)},
+        )
 
     return classify_events
+
+
+def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> None:
+    """A materialization of every table the run wrote (the day feeds it, or fed it before).
+    Logged as events rather than yielded as outputs: Dagster checks every yielded output against
+    all the others (quadratic in the number of tables; 80 s for 1,000 of them,
+    benchmarks/RESULTS.md)."""
+    for table in written:
+        context.log_event(AssetMaterialization(
+            asset_key=key_of[table.name],
+            partition=context.partition_key,
+            metadata={
+                "dagster/partition_row_count": result.tables.get(table.message.xid, 0),
+                "path": MetadataValue.path(store.path(table.name)),
+                "delta_version": result.versions[table.name],
+            },
+        ))
+    if settings.record_empty and whole_day:
+        # the day was processed for every table: one that got no event shows 0 rows rather
+        # than a missing partition (the check is not run: there is nothing to check)
+        done = set(result.written)
+        for table in tables:
+            if table.name not in done:
+                context.log_event(AssetMaterialization(
+                    asset_key=key_of[table.name], partition=context.partition_key,
+                    metadata={"dagster/partition_row_count": 0, "path": MetadataValue.path(store.path(table.name))},
+                ))
 
 
 def quality_checks(context, warehouse: Path, tables, key_of, result):
     """The `expectations` check of every written table, from the classification pass's results
     (no data read again), and the same results stored in the GX context as validation results
-    of the partition (the `data_docs` asset renders them)."""
+    of the partition (the `data_docs` asset renders them). Returns the seconds spent writing
+    those documents."""
     from catalake.platform.validation import SuiteOutcome, pass_outcome, store_validation_result, validation_result_document
 
     docs = warehouse / DOCS_INDEX
+    writing = 0.0
     for table in tables:
         quality = result.quality.get(table.name)
         if quality is None:
             outcome = SuiteOutcome(table.message.table_name, 0, [])
         else:
+            clock = time.perf_counter()
             store_validation_result(warehouse, validation_result_document(
                 table.name, table.message.table_name, result.partition, context.run_id, quality.results, quality.types,
                 quality.rejected))
+            writing += time.perf_counter() - clock
             outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected, docs)
         context.log_event(check_evaluation(key_of[table.name], outcome, context.partition_key))
+    return round(writing, 3)

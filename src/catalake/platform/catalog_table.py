@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from .catalog import Catalog, MessageDefinition
@@ -143,12 +142,6 @@ def catalog_row(message: MessageDefinition) -> dict:
     }
 
 
-def catalog_dataframe(spark: SparkSession, catalog: Catalog) -> DataFrame:
-    # The catalog is metadata (one small row per definition), not event data: building it on the
-    # driver is right; event tables are always written by executors.
-    return spark.createDataFrame([catalog_row(m) for m in catalog.listed], SCHEMA)
-
-
 def write_catalog_table(store, catalog: Catalog) -> dict:
     """Create `catalog/messages` if needed and replace its content when any definition changed.
 
@@ -169,5 +162,5 @@ def write_catalog_table(store, catalog: Catalog) -> dict:
     }
     committed = before != after
     if committed:
-        store.overwrite(CATALOG_TABLE, catalog_dataframe(store.spark, catalog))
+        store.overwrite_rows(CATALOG_TABLE, [catalog_row(m) for m in catalog.listed])
     return {**changes, "committed": committed, "version": store.version(CATALOG_TABLE)}

@@ -19,11 +19,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyarrow import fs as pafs
@@ -38,6 +39,7 @@ from .landing import Piece, display_path, list_day, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
 from .quality import ExpectationResult, merge_tallies, results
+from .spark import is_session
 from .storage import DeltaStore, StorageError
 
 OUTPUT = "task int, json string"
@@ -68,10 +70,12 @@ class PartitionResult:
     quality: dict[str, TableQuality] = field(default_factory=dict)  # table name -> expectations
     files: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     versions: dict[str, int] = field(default_factory=dict)  # table name -> Delta version committed
+    stored: dict[str, int | None] = field(default_factory=dict)  # table name -> the day's rows after its commit
     skipped: list[str] = field(default_factory=list)  # landing paths not read (symbolic links)
     ignored: list[str] = field(default_factory=list)  # landing paths that are not landed files
     landing: str = "read"  # "missing": no folder of the day; "empty": its folders hold no file
     tasks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds (listing, job, commits)
 
     def as_json(self) -> dict:
         return {"partition": self.partition, "landing": self.landing, "records": self.records,
@@ -125,13 +129,31 @@ def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
     return run
 
 
+def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
+    """One task in a local worker process (run_local)."""
+    plan, task, pieces = work
+    return _summary(classifier_for(plan).run(f"{task}.0", pieces))
+
+
+def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
+    """The tasks of a small day in local Python processes: the same classifier and files as the
+    Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
+    threads, and delta-rs' runtime does not survive a fork)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(len(tasks), os.cpu_count() or 2)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]))
+
+
 def _summary(result: TaskResult) -> dict:
     return {"records": result.records, "files": result.files, "rows": result.rows, "tallies": result.tallies,
             "deadletter": result.deadletter, "per_file": result.per_file}
 
 
 def classify_partition(
-    spark: SparkSession,
+    spark: SparkSession | Callable[[], SparkSession],
     store: DeltaStore,
     catalog: Catalog,
     tables: Sequence[MessageTable],
@@ -141,11 +163,15 @@ def classify_partition(
     only: set[str] | None = None,
     strict: bool = False,
     ingested_at: dt.datetime | None = None,
+    local_bytes: int = 0,
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
-    the dead-letter table included."""
+    the dead-letter table included. A day of at most `local_bytes` landed bytes is classified
+    by local Python processes instead of a Spark job (run_local), and `spark` (the session, or a
+    function starting it) is then not started."""
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    clock = time.perf_counter()
     plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict,
                 storage=uris.storage_environment())
     listing = list_day(landing, day)
@@ -157,25 +183,36 @@ def classify_partition(
     if listing.missing:
         progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
                  f"({day.isoformat()}/ or dt={day.isoformat()}/): nothing was read")
-    tasks = plan_tasks(files, _parallelism(spark)) if files else []
+    local = sum(f.size for f in files) <= local_bytes
+    session = None if local else (spark if is_session(spark) else spark())
+    tasks = plan_tasks(files, (os.cpu_count() or 2) if local else _parallelism(session)) if files else []
     faults = tiling_faults(files, tasks)
     if faults:  # never expected: the planner cuts each file once, at line ends
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
-    progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)")
+    progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)"
+             + (" in local processes (a small day: no Spark job)" if local and tasks else ""))
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
     # this run replaces the day's partitions: a stopped replay's commits are moot, and what
     # killed runs and replays of the day left is removed
     recovery.recover_day(store, day, names, replace=True, progress=progress)
     summaries = []
+    seconds = {"listing": time.perf_counter() - clock}
     with recovery.recorded(store.root, plan.run, day, kind="run"):
         try:
-            if tasks:
-                with _job_group(spark, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
-                    rows = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+            clock = time.perf_counter()
+            if tasks and local:
+                summaries = run_local(plan, tasks)
+            elif tasks:
+                with _job_group(session, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
+                    rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
                 if sorted(r["task"] for r in rows) != list(range(len(tasks))):
                     raise StorageError(f"{day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
                 summaries = [json.loads(r["json"]) for r in rows]
+            seconds["job"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             result = _commit(store, plan, tables, summaries, progress)
+            seconds["commits"] = time.perf_counter() - clock
+            result.seconds = {k: round(v, 3) for k, v in seconds.items()}
             result.skipped = [display_path(p) for p in listing.skipped]
             result.ignored = [display_path(p) for p in listing.ignored]
             result.landing = "missing" if listing.missing else ("read" if files else "empty")
@@ -216,8 +253,10 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
     if stray:
         raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
     with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(commits), 1))) as pool:
-        versions = pool.map(lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())
-        result.versions = dict(zip(commits, versions))
+        committed = dict(zip(commits, pool.map(
+            lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
+    result.versions = {name: c.version for name, c in committed.items()}
+    result.stored = {name: c.rows for name, c in committed.items()}
     progress(f"{day}: committed {len(commits)} table(s)")
 
     for table in touched:
@@ -243,12 +282,17 @@ def _ensure_deadletter(store: DeltaStore) -> None:
         store.add_columns(DEADLETTER_TABLE, DEADLETTER_SCHEMA)
 
 
-def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int) -> tuple[bool, dict]:
+def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int,
+                 stored: dict[str, int | None] | None = None) -> tuple[bool, dict]:
     """Records read == rows of `day` in the per-message tables + dead-letter rows (row counts
-    from each table's Delta log)."""
-    names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE] if _has_partition(store, n, day) and store.exists(n)]
+    from each table's Delta log). `stored`: the counts of tables the run just committed, from the
+    snapshot each commit left loaded (PartitionResult.stored): their logs are not read again."""
+    stored = {n: rows for n, rows in (stored or {}).items() if rows is not None}
+    names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE]
+             if n not in stored and _has_partition(store, n, day) and store.exists(n)]
     with ThreadPoolExecutor(COMMIT_THREADS) as pool:  # one Delta log read per table
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
+    counts.update({n: rows for n, rows in stored.items() if rows or _has_partition(store, n, day)})
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}
 

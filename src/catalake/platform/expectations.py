@@ -25,6 +25,7 @@ never need it).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -362,19 +363,49 @@ def derived_columns(expectations: Sequence[Expectation]) -> dict[str, str]:
     return derived | {e.column: _sql(e.path) for e in expectations if e.measure == "copy"}
 
 
-def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):
-    """The GX suite of one definition's table."""
-    gx = import_gx()
-    expectations = suite_expectations(table, strict) if expectations is None else expectations
-    derived = derived_columns(expectations)
-    # built whole: add_expectation() would look for a GX context to save into
-    return gx.ExpectationSuite(name=suite_name(table), expectations=[e.to_gx() for e in expectations], meta={
+def _suite_meta(table: MessageTable, expectations: Sequence[Expectation]) -> dict:
+    return {
         "catalake.xid": table.message.xid,
         "catalake.table": table.name,
         "catalake.fingerprint": table.message.fingerprint,
         "catalake.digest": suite_digest(table, expectations),
-        DERIVED: derived,
-    })
+        DERIVED: derived_columns(expectations),
+    }
+
+
+def build_suite(table: MessageTable, strict: bool = False, expectations: Sequence[Expectation] | None = None):
+    """The GX suite of one definition's table."""
+    gx = import_gx()
+    expectations = suite_expectations(table, strict) if expectations is None else expectations
+    # built whole: add_expectation() would look for a GX context to save into
+    return gx.ExpectationSuite(name=suite_name(table), expectations=[e.to_gx() for e in expectations],
+                               meta=_suite_meta(table, expectations))
+
+
+def plain_suite_document(table: MessageTable, expectations: Sequence[Expectation]) -> dict:
+    """`suite_document(build_suite(table))`, assembled from GX's serialization of each distinct
+    expectation (type, kwargs and severity; the meta is ours) instead of GX serializing every
+    suite whole: 16 ms a suite, 16 s for a catalog of 1,000 definitions, where most expectations
+    (the CloudEvents attributes', a shared schema's) recur. Tests hold it byte-equal to GX's."""
+    gx = import_gx()
+    return {
+        "name": suite_name(table),
+        "notes": None,
+        "meta": {**_suite_meta(table, expectations), "great_expectations_version": gx.__version__},
+        "expectations": [{**_gx_expectation(e.type, json.dumps(e.gx_kwargs(), sort_keys=True), e.severity),
+                          "meta": e.meta} for e in expectations],
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _gx_expectation(type_: str, kwargs: str, severity: str) -> dict:
+    """GX's serialization of one expectation (kwargs normalized as GX does: numbers as floats,
+    defaults left out, row conditions as objects), without its id and meta."""
+    from great_expectations.expectations.registry import get_expectation_impl
+
+    expectation = get_expectation_impl(type_)(**json.loads(kwargs), severity=_gx_severity(severity))
+    document = expectation.configuration.to_json_dict()
+    return {k: v for k, v in document.items() if k not in ("id", "meta")}
 
 
 def _stored_digest(path: Path) -> str | None:
@@ -386,8 +417,8 @@ def _stored_digest(path: Path) -> str | None:
 
 def sync_suites(folder: Path, tables: Sequence[MessageTable], strict: bool = False) -> tuple[dict[str, str], dict[str, int], list]:
     """The suite files of `tables` under folder, current: a suite whose digest matches its file
-    is left alone without building it (GX is imported only when some suite changed), the others
-    are written, and files of definitions gone from the catalog are removed. Returns suite name -> written/unchanged/removed,
+    is left alone without building it, the others are written (GX's document, built as plain
+    data), and files of definitions gone from the catalog are removed. Returns suite name -> written/unchanged/removed,
     suite name -> number of expectations, and the suite documents written."""
     folder.mkdir(parents=True, exist_ok=True)
     outcome: dict[str, str] = {}
@@ -401,7 +432,7 @@ def sync_suites(folder: Path, tables: Sequence[MessageTable], strict: bool = Fal
             outcome[name] = "unchanged"
         else:
             changed.append((table, expectations))
-    documents = [suite_document(build_suite(t, strict, e)) for t, e in changed]
+    documents = [plain_suite_document(t, e) for t, e in changed]
     for document in documents:
         (folder / f"{document['name']}.json").write_text(document_json(document))
         outcome[document["name"]] = "written"

@@ -73,6 +73,11 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
     return session
 
 
+def is_session(value) -> bool:
+    """A Spark session, classic or Spark Connect (which is not a `pyspark.sql.SparkSession`)."""
+    return hasattr(value, "createDataFrame") and hasattr(value, "read")
+
+
 def session_alive(session: SparkSession) -> bool:
     """Whether a local session's JVM still answers: a dead JVM (killed, or ended by an
     OutOfMemoryError) refuses every call, so every later run of the process would fail."""

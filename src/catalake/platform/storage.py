@@ -34,7 +34,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -94,6 +94,20 @@ def _probe_delta_source(spark: SparkSession) -> bool:
         text = str(exc)
         return not ("DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text)
     return True
+
+
+def backend_without_session(requested: str, root: str, master: str, conf: dict) -> str | None:
+    """The backend when it is known without a Spark session (None: only the session can tell):
+    delta-rs when asked for, on object storage, or for a local session whose settings name no
+    delta-spark jars. Lets a step that only writes through delta-rs run before Spark is up."""
+    if requested == "delta-rs" or (requested == "auto" and uris.is_remote(root)):
+        return "delta-rs"
+    if requested != "auto" or not master.startswith("local"):
+        return None
+    from .spark import delta_jars_on_classpath
+
+    named = " ".join(str(conf.get(k, "") or "") for k in ("spark.jars.packages", "spark.driver.extraClassPath"))
+    return None if "delta" in named or delta_jars_on_classpath(str(conf.get("spark.jars", "") or "")) else "delta-rs"
 
 
 def choose_backend(spark: SparkSession, requested: str = "auto", root: str = "") -> str:
@@ -344,10 +358,10 @@ class PartFiles:
 
 
 def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
-            table: DeltaTable | None = None) -> int:
+            table: DeltaTable | None = None) -> tuple[int, DeltaTable]:
     """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
-    returns the table's new version. `table`: the table as just loaded (on object storage each
-    load is several requests)."""
+    returns the table's new version and the table as loaded at it (or later). `table`: the
+    table as just loaded (on object storage each load is several requests)."""
     if replace:
         (col, value), = replace.items()
         stray = {f.partition_values.get(col) for f in files} - {value}
@@ -382,9 +396,10 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
             )
             version = _committed_version(table, commit)
-            if overwrite and replace:
+            if overwrite and replace and version > read_version + 1:
                 _remove_concurrent(root, table, read_version, version, {f.path for f in files}, replace)
-            return version
+                table.update_incremental()
+            return version, table
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
             # made again on the new snapshot, so the partition holds exactly these files
@@ -413,14 +428,31 @@ def _file_list(table: DeltaTable, root: str, partition_by: list[str]) -> list:
 class DeltaStore:
     """The warehouse: named Delta tables (``catalog/messages``) under one root."""
 
-    def __init__(self, spark: SparkSession, root: str | os.PathLike, backend: str = "auto"):
-        self.spark = spark
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession], root: str | os.PathLike, backend: str = "auto",
+                 *, master: str | None = None, conf: dict | None = None):
+        """`spark`: the session, or a function starting it when first needed; with the session's
+        `master` and `conf`, a store whose backend they decide (backend_without_session) does
+        not wait for Spark until a table is read or written through it."""
+        from .spark import is_session
+
+        self._spark = spark if is_session(spark) else None
+        self._start = None if self._spark is not None else spark
         self.root = uris.normalize(root)
         self.options = uris.delta_options(self.root)
-        self.backend = choose_backend(spark, backend, self.root)
-        if self.backend == "delta-rs":
+        known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
+        self.backend = known or choose_backend(self.spark, backend, self.root)
+        if self._spark is not None:
+            self.spark  # noqa: B018 - the session's settings for this backend, before any write
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = self._start()
+        if getattr(self, "backend", None) == "delta-rs" and not getattr(self, "_timestamps_set", False):
             # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
-            spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            self._spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            self._timestamps_set = True
+        return self._spark
 
     # -- naming
     def path(self, name: str) -> str:
@@ -500,6 +532,18 @@ class DeltaStore:
         """Replace the whole table's content in one commit."""
         self._write(name, df, mode="overwrite")
 
+    def overwrite_rows(self, name: str, rows: Sequence[dict]) -> None:
+        """Replace a small metadata table's content (the catalog) with rows built on the driver,
+        in one commit: no Spark job (and no wait for Spark) where delta-rs writes. Never for
+        event data, which executors write."""
+        if self.backend == "delta-spark":
+            self.overwrite(name, self.spark.createDataFrame(list(rows), self.spark_schema(name)))
+            return
+        table = self._table(name)
+        schema = _arrow_schema(_spark_schema(table))
+        write_deltalake(table, pa.Table.from_pylist(list(rows), schema=schema), mode="overwrite",
+                        storage_options=self.options)
+
     def overwrite_partition(self, name: str, df: DataFrame, column: str, value) -> None:
         """Replace one partition (replaceWhere semantics); other partitions are untouched.
 
@@ -508,6 +552,7 @@ class DeltaStore:
         self._write(name, df, mode="overwrite", replace={column: _partition_value(value)})
 
     def _write(self, name: str, df: DataFrame, mode: str, replace: dict | None = None) -> None:
+        self.spark  # noqa: B018 - the session's settings for this backend (a lazy store's first use)
         table = self._table(name)  # one snapshot for schema, partitioning and the check below
         schema = _spark_schema(table)
         partition_by = list(table.metadata().partition_columns)
@@ -539,22 +584,25 @@ class DeltaStore:
         _commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
 
     def commit_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
-                         keep_on_failure: bool = False) -> int:
+                         keep_on_failure: bool = False) -> "Committed":
         """Replace partition `column=value` of a table with Parquet files already written into it
         (PartFiles: [path relative to the table, size, rows]), in one Delta commit; no files
         empties the partition. The files are removed when the commit fails, unless
-        `keep_on_failure` (a replay's journal names them). Returns the new version."""
+        `keep_on_failure` (a replay's journal names them). Returns the new version and the
+        partition's rows in the table as loaded after the commit (no log read again)."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
             table = self._table(name)
             if column not in table.metadata().partition_columns:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
-            return _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True, table=table)
+            version, table = _commit(path, written, [column], {column: _partition_value(value)}, overwrite=True,
+                                     table=table)
         except BaseException:
             if not keep_on_failure:
                 _remove_files(path, written)
             raise
+        return Committed(version, _snapshot_rows(table, column, value))
 
     def append_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
                          keep_on_failure: bool = False) -> int:
@@ -564,7 +612,7 @@ class DeltaStore:
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
-            return _commit(path, written, [column], None, overwrite=False)
+            return _commit(path, written, [column], None, overwrite=False)[0]
         except BaseException:
             if not keep_on_failure:
                 _remove_files(path, written)
@@ -594,13 +642,10 @@ class DeltaStore:
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
         where a file has none)."""
-        value = _partition_value(value)
-        actions = pa.table(self._table(name).get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
-        parts = actions.get(f"partition.{column}", [])
-        counts = [n for n, v in zip(actions.get("num_records", []), parts) if _partition_value(v) == value]
-        if any(n is None for n in counts):
-            return self.read(name).where(F.col(column) == F.lit(value)).count()
-        return int(sum(counts))
+        rows = _snapshot_rows(self._table(name), column, value)
+        if rows is None:
+            return self.read(name).where(F.col(column) == F.lit(_partition_value(value))).count()
+        return rows
 
     # -- reads
     def partition_columns(self, name: str) -> list[str]:
@@ -641,6 +686,21 @@ class DeltaStore:
 
     def version(self, name: str) -> int:
         return self._table(name).version()
+
+
+@dataclass(frozen=True)
+class Committed:
+    version: int
+    rows: int | None  # the partition's rows after the commit (None: a file without statistics)
+
+
+def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
+    """Rows of one partition in a loaded snapshot, from the per-file statistics of its log."""
+    value = _partition_value(value)
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
+    parts = actions.get(f"partition.{column}", [])
+    counts = [n for n, v in zip(actions.get("num_records", []), parts) if _partition_value(v) == value]
+    return None if any(n is None for n in counts) else int(sum(counts))
 
 
 def _spark_schema(table: DeltaTable) -> StructType:

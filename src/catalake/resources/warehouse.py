@@ -1,9 +1,9 @@
 from pathlib import Path
 
 from dagster import ConfigurableResource
-from pyspark.sql import SparkSession
 
 from catalake.platform.config import DOCS_INDEX, SUITES_DIR, local_folder
+from catalake.platform.spark import is_session
 from catalake.platform.storage import DeltaStore
 
 
@@ -20,8 +20,13 @@ class Warehouse(ConfigurableResource):
     def local(self) -> Path:
         return local_folder(self.path, Path(self.local_path) if self.local_path else None)
 
-    def store(self, spark: SparkSession) -> DeltaStore:
-        return DeltaStore(spark, self.path, self.delta_backend)
+    def store(self, spark) -> DeltaStore:
+        """The warehouse's tables, through a Spark session, or through the Spark resource: then
+        Spark is started only when a table is read or written with it (the catalog's tables are
+        written by delta-rs before Spark is up)."""
+        if is_session(spark):
+            return DeltaStore(spark, self.path, self.delta_backend)
+        return DeltaStore(lambda: spark.session, self.path, self.delta_backend, master=spark.master, conf=spark.conf)
 
     @property
     def suites_dir(self) -> Path:
