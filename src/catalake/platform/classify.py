@@ -184,7 +184,10 @@ def classify_partition(
         progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
                  f"({day.isoformat()}/ or dt={day.isoformat()}/): nothing was read")
     local = sum(f.size for f in files) <= local_bytes
+    seconds = {"listing": time.perf_counter() - clock}
+    clock = time.perf_counter()
     session = None if local else (spark if is_session(spark) else spark())
+    seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
     tasks = plan_tasks(files, (os.cpu_count() or 2) if local else _parallelism(session)) if files else []
     faults = tiling_faults(files, tasks)
     if faults:  # never expected: the planner cuts each file once, at line ends
@@ -196,7 +199,6 @@ def classify_partition(
     # killed runs and replays of the day left is removed
     recovery.recover_day(store, day, names, replace=True, progress=progress)
     summaries = []
-    seconds = {"listing": time.perf_counter() - clock}
     with recovery.recorded(store.root, plan.run, day, kind="run"):
         try:
             clock = time.perf_counter()
