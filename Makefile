@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast dev validate clean prerequisites browser
+.PHONY: demo test test-fast dev serve serve-stop validate clean prerequisites browser
 
 prerequisites:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "catalake needs Python 3.11, found " + sys.version.split()[0]'
@@ -55,6 +55,14 @@ dev: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)
 	$(BIN)/python -c 'from catalake.instance import ensure_config; ensure_config("$(DAGSTER_HOME)")'
 	$(BIN)/dagster dev -w workspace.yaml
+
+# Production-style, on this machine: PostgreSQL (Debian's package, data in .catalake/serve), the
+# run queue and the daemon (deploy/dagster.yaml), the webserver on :3000. README "Running in production".
+serve: $(BIN)/.installed
+	BIN=$(BIN) bash deploy/serve.sh start
+
+serve-stop:
+	BIN=$(BIN) bash deploy/serve.sh stop
 
 validate: $(BIN)/.installed
 	$(BIN)/dagster definitions validate -w workspace.yaml

@@ -1,11 +1,13 @@
 """What reporting N tables costs in Dagster (issue 33): per table, one materialization and one
 `expectations` check evaluation logged from one multi-asset step, as the partition run does.
 
-    python benchmarks/events.py [--tables 1000 5000]
+    python benchmarks/events.py [--tables 1000 5000] [--postgres]
 
 For each N, in a fresh DAGSTER_HOME each: Dagster's default SQLite storage (events stored one by
-one) and catalake's instance configuration (src/catalake/dagster.yaml: the same SQLite files,
-the step's events stored in one transaction per shard, eventlog.py). Timed inside the step, from
+one), catalake's instance configuration (src/catalake/dagster.yaml: the same SQLite files,
+the step's events stored in one transaction per shard, eventlog.py), and with --postgres the same
+two on a PostgreSQL started by deploy/postgres.sh (Dagster's `storage: postgres`, and the
+production instance deploy/dagster.yaml), a fresh database each. Timed inside the step, from
 the first event logged to the last stored. Prints one JSON line per measurement.
 """
 
@@ -15,12 +17,29 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 
-def measure(tables: int, batched: bool) -> dict:
+REPO = Path(__file__).resolve().parents[1]
+PG_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+
+
+DAGSTER_POSTGRES = """storage:
+  postgres:
+    postgres_db:
+      hostname: {env: DAGSTER_PG_HOST}
+      port: {env: DAGSTER_PG_PORT}
+      username: {env: DAGSTER_PG_USERNAME}
+      password: {env: DAGSTER_PG_PASSWORD}
+      db_name: {env: DAGSTER_PG_DB}
+"""
+
+
+def measure(tables: int, batched: bool, postgres: int | None = None) -> dict:
     from dagster import (
         AssetCheckEvaluation,
         AssetCheckSpec,
@@ -60,7 +79,18 @@ def measure(tables: int, batched: bool) -> dict:
 
     home = tempfile.mkdtemp(prefix="catalake-events-")
     try:
-        if batched:
+        if postgres is not None:
+            database = f"bench_{tables}_{int(time.time())}"
+            subprocess.run([str(PG_BIN[-1] / "createdb"), "-h", "127.0.0.1", "-p", str(postgres), "-U", "catalake", database],
+                           check=True, **({"user": "postgres"} if os.getuid() == 0 else {}))
+            if batched:
+                shutil.copy(REPO / "deploy" / "dagster.yaml", Path(home) / "dagster.yaml")
+            else:
+                (Path(home) / "dagster.yaml").write_text(DAGSTER_POSTGRES)
+            os.environ.update({"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(postgres),
+                               "DAGSTER_PG_USERNAME": "catalake", "DAGSTER_PG_PASSWORD": "catalake",
+                               "DAGSTER_PG_DB": database, "DAGSTER_COMPUTE_LOGS": str(Path(home) / "logs")})
+        elif batched:
             ensure_config(home)
         os.environ["DAGSTER_HOME"] = home
         instance = DagsterInstance.get()
@@ -69,17 +99,32 @@ def measure(tables: int, batched: bool) -> dict:
     finally:
         os.environ.pop("DAGSTER_HOME", None)
         shutil.rmtree(home, ignore_errors=True)
-    return {"tables": tables, "storage": "catalake (batched)" if batched else "dagster default", "stored": stored,
+    storage = ("postgresql, " if postgres is not None else "sqlite, ") + (
+        "catalake (batched)" if batched else "dagster default")
+    return {"tables": tables, "storage": storage, "stored": stored,
             "seconds": round(seconds["reporting"], 2), "ms_per_table": round(1000 * seconds["reporting"] / tables, 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--postgres", action="store_true", help="also the production instance on PostgreSQL")
     args = parser.parse_args()
-    for tables in args.tables:
-        for batched in (False, True):
-            print(json.dumps(measure(tables, batched)), flush=True)
+    folder = tempfile.mkdtemp(prefix="catalake-pg-") if args.postgres else None
+    port = 5400 + os.getpid() % 500
+    if folder:
+        subprocess.run(["bash", str(REPO / "deploy" / "postgres.sh"), "start", folder, str(port)], check=True)
+    try:
+        for tables in args.tables:
+            for batched in (False, True):
+                print(json.dumps(measure(tables, batched)), flush=True)
+            if folder:
+                for batched in (False, True):
+                    print(json.dumps(measure(tables, batched, port)), flush=True)
+    finally:
+        if folder:
+            subprocess.run(["bash", str(REPO / "deploy" / "postgres.sh"), "stop", folder])
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,20 @@
-"""Dagster's SQLite instance storage, with event batches written in one transaction.
+"""Dagster's instance storages (SQLite, PostgreSQL), with event batches written in one transaction.
 
 A partition run reports a materialization and an `expectations` check evaluation for every table
-it wrote: thousands of events at the end of one step. Dagster's SQLite event log stores each
-event on its own (a new engine, connection and commit for the run's shard, then again for the
-index shard: 7-17 ms an event here), and its `store_event_batch` is that same loop. Inside
-`event_batch(instance)`, the events a thread logs are held and then stored together: every event
-still goes through Dagster's own `store_event` (same rows, same asset and check indexes), but all
-of them share one open transaction per shard. Events of other threads are not held, and an event
-of another kind (a log line, a step event) first stores what is held, so the event log keeps its
-order.
+it wrote: thousands of events at the end of one step. Dagster stores each event on its own: on
+SQLite a new engine, connection and commit for the run's shard, then again for the index shard;
+on PostgreSQL a commit per statement (16-22 ms a table here, benchmarks/events.py), and its
+`store_event_batch` is that same loop (PostgreSQL's batches only one asset's materializations).
+Inside `event_batch(instance)`, the events a thread logs are held and then stored together:
+every event still goes through Dagster's own `store_event` (same rows, same asset and check
+indexes), but all of them share one open transaction per database. Events of other threads are
+not held, and an event of another kind (a log line, a step event) first stores what is held, so
+the event log keeps its order. A batch that fails is stored again one event at a time, as
+Dagster's own batch path does.
 
-The instance uses it through `deploy/dagster.yaml` (`storage: custom`, this module's
-`CatalakeSqliteStorage`); any other storage (PostgreSQL, the ephemeral instance) is used as it
-is, one event at a time.
+The instance uses them through `storage: custom` (this module's `CatalakeSqliteStorage`, written
+into a new DAGSTER_HOME by instance.py; `CatalakePostgresStorage` in deploy/dagster.yaml); any
+other storage (the ephemeral instance, one's own) is used as it is, one event at a time.
 """
 
 from __future__ import annotations
@@ -29,42 +31,48 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
+from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+from dagster_postgres.storage import DagsterPostgresStorage
+from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 BATCHED = ASSET_EVENTS | ASSET_CHECK_EVENTS
-CHUNK = 2000  # events per transaction: other processes wait for the index shard meanwhile
+CHUNK = 2000  # events per transaction: other processes wait for the index meanwhile
 
 
-class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
-    """`SqliteEventLogStorage` whose `store_event_batch` uses one transaction per shard, and which
-    holds a thread's asset and check events inside `batch()`."""
+class EventBatches:
+    """Batches for a SQL event log storage (mixed in before it): `batch()` holds the thread's
+    asset and check events; `store_event_batch` stores events with every connection the
+    storage asks for taken from `_open_shared` (one transaction per database)."""
 
-    def __init__(self, base_dir: str, inst_data=None):
-        super().__init__(base_dir, inst_data=inst_data)
-        self._local = threading.local()  # .held: events of an open batch; .shared: open connections
+    def _batch_state(self) -> threading.local:
+        if "_batches" not in self.__dict__:
+            self.__dict__["_batches"] = threading.local()  # .held, .shared, .checks
+        return self.__dict__["_batches"]
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        if getattr(self._local, "held", None) is not None:
+        state = self._batch_state()
+        if getattr(state, "held", None) is not None:
             yield  # nested: the outer batch stores them
             return
-        self._local.held = []
+        state.held = []
         try:
             yield
         finally:
-            held, self._local.held = self._local.held, None
+            held, state.held = state.held, None
             self.store_event_batch(held)
 
     def store_event(self, event: EventLogEntry) -> None:
-        held = getattr(self._local, "held", None)
+        state = self._batch_state()
+        held = getattr(state, "held", None)
         if held is not None:
             if event.is_dagster_event and event.dagster_event_type in BATCHED:
                 held.append(event)
                 return
-            self._local.held = []
+            state.held = []
             self.store_event_batch(held)
-            self._local.held = held[:0]
         super().store_event(event)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
@@ -79,15 +87,37 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
     def _store_together(self, events: Sequence[EventLogEntry]) -> None:
         if not events:
             return
-        shards = sorted({e.run_id for e in events}) + [INDEX_SHARD_NAME]
+        state = self._batch_state()
         with ExitStack() as stack:
-            shared = {shard: stack.enter_context(self._transaction(shard)) for shard in shards}
-            self._local.shared = shared
+            state.shared = self._open_shared(stack, events)
             try:
                 for event in events:
                     super().store_event(event)
             finally:
-                self._local.shared = self._local.checks = None
+                state.shared = state.checks = None
+
+    def _shared(self, key: str):
+        shared = getattr(self._batch_state(), "shared", None)
+        return shared.get(key) if shared else None
+
+    @property
+    def supports_asset_checks(self):
+        # Dagster asks the database's schema for every check event; within a batch the answer
+        # cannot change
+        state = self._batch_state()
+        if not getattr(state, "shared", None):
+            return super().supports_asset_checks
+        if getattr(state, "checks", None) is None:
+            state.checks = super().supports_asset_checks
+        return state.checks
+
+
+class BatchingSqliteEventLogStorage(EventBatches, SqliteEventLogStorage):
+    """Dagster's SQLite event log (a database per run, one index database) with batches."""
+
+    def _open_shared(self, stack: ExitStack, events: Sequence[EventLogEntry]) -> dict:
+        shards = sorted({e.run_id for e in events}) + [INDEX_SHARD_NAME]
+        return {shard: stack.enter_context(self._transaction(shard)) for shard in shards}
 
     @contextmanager
     def _transaction(self, shard: str):
@@ -106,22 +136,11 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         finally:
             engine.dispose()
 
-    @property
-    def supports_asset_checks(self):
-        # Dagster asks the index shard's schema (a new engine) for every check event; within a
-        # batch the answer cannot change
-        shared = getattr(self._local, "shared", None)
-        if not shared:
-            return super().supports_asset_checks
-        if getattr(self._local, "checks", None) is None:
-            self._local.checks = super().supports_asset_checks
-        return self._local.checks
-
     @contextmanager
     def _connect(self, shard: str):
-        shared = getattr(self._local, "shared", None)
-        if shared and shard in shared:
-            yield shared[shard]
+        conn = self._shared(shard)
+        if conn is not None:
+            yield conn
             return
         with super()._connect(shard) as conn:
             yield conn
@@ -140,8 +159,38 @@ class CatalakeSqliteStorage(DagsterSqliteStorage):
         return cls.from_local(inst_data=inst_data, **config_value)
 
 
+class BatchingPostgresEventLogStorage(EventBatches, PostgresEventLogStorage):
+    """dagster-postgres' event log (each statement its own commit) with batches: a batch is one
+    transaction on one connection."""
+
+    def _open_shared(self, stack: ExitStack, events: Sequence[EventLogEntry]) -> dict:
+        conn = stack.enter_context(self._engine.connect().execution_options(isolation_level="READ COMMITTED"))
+        stack.enter_context(conn.begin())
+        return {"": conn}
+
+    def _connect(self):
+        conn = self._shared("")
+        return nullcontext(conn) if conn is not None else super()._connect()
+
+
+class CatalakePostgresStorage(DagsterPostgresStorage):
+    """dagster-postgres' storage (same tables and configuration), with the batching event log
+    above."""
+
+    def __init__(self, postgres_url: str, should_autocreate_tables: bool = True, inst_data=None, token_provider=None):
+        super().__init__(postgres_url, should_autocreate_tables, inst_data=inst_data, token_provider=token_provider)
+        self._event_log_storage = BatchingPostgresEventLogStorage(postgres_url, should_autocreate_tables,
+                                                                  token_provider=token_provider)
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        return cls(inst_data=inst_data, postgres_url=pg_url_from_config(config_value),
+                   should_autocreate_tables=config_value.get("should_autocreate_tables", True),
+                   token_provider=get_token_provider_from_config(config_value))
+
+
 def event_batch(instance):
     """Hold the asset and check events this thread logs until the block ends, then store them
     together (a no-op context on storages without batches)."""
     storage = instance.event_log_storage
-    return storage.batch() if isinstance(storage, BatchingSqliteEventLogStorage) else nullcontext()
+    return storage.batch() if isinstance(storage, EventBatches) else nullcontext()

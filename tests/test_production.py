@@ -1,0 +1,128 @@
+"""The production instance (deploy/dagster.yaml) against a real PostgreSQL started from the
+project's own script (deploy/postgres.sh): backfills launched through the run queue and executed
+by the daemon, never two runs of one day at once, everything recorded in PostgreSQL."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DEMO_CATALOG, REPO
+from services import free_port, stop
+
+DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]  # the demo's two days and one with no folder
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    folder = tempfile.mkdtemp(prefix="catalake-pg-")  # not under pytest's 0700 folders: the server's user reads it
+    port = free_port()
+    script = REPO / "deploy" / "postgres.sh"
+    started = subprocess.run(["bash", str(script), "start", folder, str(port)], capture_output=True, text=True, timeout=300)
+    if started.returncode != 0:
+        pytest.fail(f"deploy/postgres.sh start failed: {started.stderr[-2000:]}")
+    yield port
+    subprocess.run(["bash", str(script), "stop", folder], capture_output=True, timeout=120)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _env(tmp_path: Path, port: int, home: Path | None = None) -> dict:
+    if home is None:
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")
+    return {**os.environ, "DAGSTER_HOME": str(home), "DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port),
+            "DAGSTER_PG_USERNAME": "catalake", "DAGSTER_PG_PASSWORD": "catalake", "DAGSTER_PG_DB": "dagster",
+            "DAGSTER_COMPUTE_LOGS": str(home / "compute_logs"), "CATALAKE_CATALOG": str(DEMO_CATALOG),
+            "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"), "CATALAKE_START_DATE": "2026-11-01",
+            "PYSPARK_PYTHON": sys.executable}
+
+
+def _instance(env: dict):
+    """The instance as the daemon sees it (read in a child: DAGSTER_HOME is the process's)."""
+    code = ("import json; from dagster import DagsterInstance, AssetKey\n"
+            "i = DagsterInstance.get()\n"
+            "runs = [{'id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags), 'job': r.job_name,\n"
+            "         'start': rec.start_time, 'end': rec.end_time}\n"
+            "        for rec in i.get_run_records() for r in [rec.dagster_run]]\n"
+            "parts = sorted(i.get_materialized_partitions(AssetKey('deadletter')))\n"
+            "print(json.dumps({'storage': type(i.event_log_storage).__name__, 'runs': runs, 'deadletter': parts}))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+POSTGRES_DEFAULT = """storage:
+  postgres:
+    postgres_db:
+      hostname: {env: DAGSTER_PG_HOST}
+      port: {env: DAGSTER_PG_PORT}
+      username: {env: DAGSTER_PG_USERNAME}
+      password: {env: DAGSTER_PG_PASSWORD}
+      db_name: {env: DAGSTER_PG_DB}
+"""
+
+
+@pytest.mark.jvm
+def test_a_batch_is_stored_in_postgresql_as_dagster_stores_each_event(postgres, tmp_path, monkeypatch):
+    """deploy/dagster.yaml's event log stores a step's batch in one transaction: the same asset
+    records, check executions and event order as dagster-postgres storing each event."""
+    from test_eventlog import _run, _stored
+
+    createdb = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1] / "createdb"
+    stored = []
+    for database, config in (("plain", POSTGRES_DEFAULT), ("batched", (REPO / "deploy" / "dagster.yaml").read_text())):
+        subprocess.run([str(createdb), "-h", "127.0.0.1", "-p", str(postgres), "-U", "catalake", database], check=True)
+        home = tmp_path / database
+        home.mkdir()
+        (home / "dagster.yaml").write_text(config)
+        for key, value in _env(tmp_path / database, postgres, home=home).items():
+            if key.startswith("DAGSTER_PG_") or key == "DAGSTER_COMPUTE_LOGS":
+                monkeypatch.setenv(key, value)
+        monkeypatch.setenv("DAGSTER_PG_DB", database)
+        instance, run_id = _run(home, batched=True)  # a no-op batch on Dagster's own storage
+        stored.append((type(instance.event_log_storage).__name__, _stored(instance, run_id)))
+    assert [name for name, _ in stored] == ["PostgresEventLogStorage", "BatchingPostgresEventLogStorage"]
+    assert stored[0][1] == stored[1][1]
+
+
+@pytest.mark.jvm
+def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, tmp_path):
+    env = _env(tmp_path, postgres)
+    dagster = str(Path(sys.executable).parent / "dagster")
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as sink:
+        daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                                  cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # a 3-day backfill, and the middle day once more: two runs of 2026-11-21 queued together
+        for days in (DAYS, DAYS[1:2]):
+            subprocess.run([dagster, "job", "backfill", "-w", "workspace.yaml", "-j", "events_job",
+                            "--partitions", ",".join(days), "--noprompt"],
+                           cwd=REPO, env=env, check=True, capture_output=True, timeout=180)
+        deadline = time.monotonic() + 600
+        while True:
+            state = _instance(env)
+            done = [r for r in state["runs"] if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+            if len(state["runs"]) == 4 and len(done) == 4:
+                break
+            assert time.monotonic() < deadline, f"runs not finished: {state['runs']}\n{log.read_text()[-3000:]}"
+            time.sleep(3)
+    finally:
+        stop(daemon)
+
+    assert state["storage"] == "BatchingPostgresEventLogStorage"
+    runs = state["runs"]
+    assert [r["status"] for r in runs] == ["SUCCESS"] * 4, log.read_text()[-3000:]
+    assert sorted(r["tags"]["dagster/partition"] for r in runs) == sorted(DAYS + DAYS[1:2])
+    assert all(r["tags"].get("dagster/backfill") for r in runs)  # launched by the daemon's backfills
+    # the two runs of one day did not overlap: the queue held the second until the first ended
+    same_day = sorted((r for r in runs if r["tags"]["dagster/partition"] == DAYS[1]), key=lambda r: r["start"])
+    assert same_day[1]["start"] >= same_day[0]["end"]
+    # each day materialized, recorded in PostgreSQL (the missing day too: processed, nothing read)
+    assert state["deadletter"] == DAYS
