@@ -100,16 +100,19 @@ def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, tmp_path):
         daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
                                   cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        # a 3-day backfill, and the middle day once more: two runs of 2026-11-21 queued together
+        # a 3-day backfill, the middle day once more, and the landing sensor, which requests the
+        # demo's two landed days: three runs of 2026-11-21 and two of 2026-11-20 queued together
         for days in (DAYS, DAYS[1:2]):
             subprocess.run([dagster, "job", "backfill", "-w", "workspace.yaml", "-j", "events_job",
                             "--partitions", ",".join(days), "--noprompt"],
                            cwd=REPO, env=env, check=True, capture_output=True, timeout=180)
+        subprocess.run([dagster, "sensor", "start", "landing_sensor", "-w", "workspace.yaml"],
+                       cwd=REPO, env=env, check=True, capture_output=True, timeout=180)
         deadline = time.monotonic() + 600
         while True:
             state = _instance(env)
             done = [r for r in state["runs"] if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
-            if len(state["runs"]) == 4 and len(done) == 4:
+            if len(state["runs"]) == 6 and len(done) == 6:
                 break
             assert time.monotonic() < deadline, f"runs not finished: {state['runs']}\n{log.read_text()[-3000:]}"
             time.sleep(3)
@@ -118,11 +121,14 @@ def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, tmp_path):
 
     assert state["storage"] == "BatchingPostgresEventLogStorage"
     runs = state["runs"]
-    assert [r["status"] for r in runs] == ["SUCCESS"] * 4, log.read_text()[-3000:]
-    assert sorted(r["tags"]["dagster/partition"] for r in runs) == sorted(DAYS + DAYS[1:2])
-    assert all(r["tags"].get("dagster/backfill") for r in runs)  # launched by the daemon's backfills
-    # the two runs of one day did not overlap: the queue held the second until the first ended
-    same_day = sorted((r for r in runs if r["tags"]["dagster/partition"] == DAYS[1]), key=lambda r: r["start"])
-    assert same_day[1]["start"] >= same_day[0]["end"]
+    assert [r["status"] for r in runs] == ["SUCCESS"] * 6, log.read_text()[-3000:]
+    assert sorted(r["tags"]["dagster/partition"] for r in runs) == sorted(DAYS + DAYS[1:2] + DAYS[:2])
+    # launched by the daemon: its backfills, and the sensor's requests through the same queue
+    assert sorted("backfill" if r["tags"].get("dagster/backfill") else r["tags"].get("dagster/sensor_name")
+                  for r in runs) == ["backfill"] * 4 + ["landing_sensor"] * 2
+    # the runs of one day did not overlap: the queue held each until the one before ended
+    for day in DAYS:
+        same_day = sorted((r for r in runs if r["tags"]["dagster/partition"] == day), key=lambda r: r["start"])
+        assert all(later["start"] >= earlier["end"] for earlier, later in zip(same_day, same_day[1:])), day
     # each day materialized, recorded in PostgreSQL (the missing day too: processed, nothing read)
     assert state["deadletter"] == DAYS
