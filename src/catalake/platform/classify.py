@@ -245,20 +245,21 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
 
     writes = plan.write
     # every table the partition feeds, and every table that held rows of it before (emptied)
-    touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or _has_partition(store, t.name, day))]
-    sync_message_tables(store, touched)  # created / evolved as the catalog says
-    commits = {t.name: written.get(t.name, []) for t in touched}
-    if writes is None or DEADLETTER_TABLE in writes:
-        _ensure_deadletter(store)
-        commits[DEADLETTER_TABLE] = written.get(DEADLETTER_TABLE, [])
-    stray = set(written) - set(commits)
-    if stray:
-        raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
-    with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(commits), 1))) as pool:
-        committed = dict(zip(commits, pool.map(
-            lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
-    result.versions = {name: c.version for name, c in committed.items()}
-    result.stored = {name: c.rows for name, c in committed.items()}
+    with store.loaded_once():  # each table's log loaded once for the sync, the commit and the count
+        touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or _has_partition(store, t.name, day))]
+        sync_message_tables(store, touched)  # created / evolved as the catalog says
+        commits = {t.name: written.get(t.name, []) for t in touched}
+        if writes is None or DEADLETTER_TABLE in writes:
+            _ensure_deadletter(store)
+            commits[DEADLETTER_TABLE] = written.get(DEADLETTER_TABLE, [])
+        stray = set(written) - set(commits)
+        if stray:
+            raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
+        with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(commits), 1))) as pool:
+            committed = dict(zip(commits, pool.map(
+                lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
+        result.versions = {name: c.version for name, c in committed.items()}
+        result.stored = {name: c.rows for name, c in committed.items()}
     progress(f"{day}: committed {len(commits)} table(s)")
 
     for table in touched:

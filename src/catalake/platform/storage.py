@@ -34,14 +34,15 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
@@ -439,6 +440,7 @@ class DeltaStore:
         self._start = None if self._spark is not None else spark
         self.root = uris.normalize(root)
         self.options = uris.delta_options(self.root)
+        self._loaded: dict[str, DeltaTable] | None = None  # see loaded_once
         known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
         self.backend = known or choose_backend(self.spark, backend, self.root)
         if self._spark is not None:
@@ -459,12 +461,39 @@ class DeltaStore:
         return uris.join(self.root, *name.split("/"))
 
     def exists(self, name: str) -> bool:
+        if self._loaded is not None and name in self._loaded:
+            return True
         return DeltaTable.is_deltatable(self.path(name), storage_options=self.options)
 
     def _table(self, name: str) -> DeltaTable:
-        if not self.exists(name):
-            raise StorageError(f"no Delta table {name!r} at {self.path(name)}")
-        return DeltaTable(self.path(name), storage_options=self.options)
+        loaded = self._loaded
+        if loaded is not None and name in loaded:
+            return loaded[name]
+        try:
+            table = DeltaTable(self.path(name), storage_options=self.options)
+        except Exception as exc:  # noqa: BLE001 - delta-rs says "not found" differently per store
+            if isinstance(exc, TableNotFoundError) or not self.exists(name):
+                raise StorageError(f"no Delta table {name!r} at {self.path(name)}") from None
+            raise
+        if loaded is not None:
+            loaded[name] = table
+        return table
+
+    @contextmanager
+    def loaded_once(self) -> Iterator[None]:
+        """Within the block each table's log is loaded once and the same snapshot serves every
+        read of it (a partition run's sync, commit and count: on object storage each load is
+        several requests); a commit brings it up to date, and creating or evolving a table
+        drops it."""
+        self._loaded = {}
+        try:
+            yield
+        finally:
+            self._loaded = None
+
+    def _forget(self, name: str) -> None:
+        if self._loaded is not None:
+            self._loaded.pop(name, None)
 
     # -- create
     def create(
@@ -480,6 +509,7 @@ class DeltaStore:
         caller's decision, never a side effect of create.
         """
         path = self.path(name)
+        self._forget(name)
         if self.exists(name):
             current = self.spark_schema(name)
             if current.simpleString() != schema.simpleString():
@@ -515,6 +545,7 @@ class DeltaStore:
     def add_columns(self, name: str, schema: StructType) -> None:
         """Evolve the table to `schema` (its columns plus new nullable ones, at any depth) in one
         metadata-only commit. Which changes are allowed is decided before (platform.evolution)."""
+        self._forget(name)
         if self.backend == "delta-spark":
             (
                 self.spark.createDataFrame([], schema).write.format("delta")
