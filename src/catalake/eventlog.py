@@ -46,10 +46,12 @@ class EventBatches:
     asset and check events; `store_event_batch` stores events with every connection the
     storage asks for taken from `_open_shared` (one transaction per database)."""
 
+    def __init__(self, *args, **kwargs):
+        self._batches = threading.local()  # per thread: .held, .shared, .checks (the storage's
+        super().__init__(*args, **kwargs)  # own __init__ may already connect)
+
     def _batch_state(self) -> threading.local:
-        if "_batches" not in self.__dict__:
-            self.__dict__["_batches"] = threading.local()  # .held, .shared, .checks
-        return self.__dict__["_batches"]
+        return self._batches
 
     @contextmanager
     def batch(self) -> Iterator[None]:

@@ -17,9 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Iterator
-
 from pathlib import Path
+from typing import Iterator
 
 LOCK_FILE = ".catalake-instance.lock"
 DEFAULT_CONFIG = Path(__file__).with_name("dagster.yaml")

@@ -119,7 +119,7 @@ def build_events_asset(settings: Settings):
             only.add(DEADLETTER_TABLE)
         store = warehouse.store(spark)  # Spark started only for a day too large for local processes
         result = classify_partition(
-            lambda: spark.session, store, catalog, tables, landing.root, day, only=only,
+            lambda: store.spark, store, catalog, tables, landing.root, day, only=only,
             local_bytes=settings.local_bytes, progress=context.log.info,
         )
         written = [t for t in tables if t.name in result.written]

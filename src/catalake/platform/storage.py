@@ -77,14 +77,20 @@ def native_delta_available(spark: SparkSession) -> bool:
 
 def _delta_jars_possible(spark: SparkSession) -> bool:
     """False only for a local session whose classpath and settings name no delta-spark jars."""
-    from .spark import delta_jars_on_classpath
-
     try:
         conf = spark.sparkContext.getConf()
     except Exception:  # noqa: BLE001 - Spark Connect: the server's classpath is not ours to see
         return True
-    named = " ".join(conf.get(k, "") or "" for k in ("spark.jars.packages", "spark.driver.extraClassPath"))
-    return "delta" in named or delta_jars_on_classpath(conf.get("spark.jars", "") or "")
+    return _names_delta_jars(lambda key: conf.get(key, ""))
+
+
+def _names_delta_jars(setting) -> bool:
+    """Whether a local session's settings (`setting`: key -> value or None) or its classpath
+    bring delta-spark's jars."""
+    from .spark import delta_jars_on_classpath
+
+    named = " ".join(str(setting(k) or "") for k in ("spark.jars.packages", "spark.driver.extraClassPath"))
+    return "delta" in named or delta_jars_on_classpath(str(setting("spark.jars") or ""))
 
 
 def _probe_delta_source(spark: SparkSession) -> bool:
@@ -105,10 +111,7 @@ def backend_without_session(requested: str, root: str, master: str, conf: dict) 
         return "delta-rs"
     if requested != "auto" or not master.startswith("local"):
         return None
-    from .spark import delta_jars_on_classpath
-
-    named = " ".join(str(conf.get(k, "") or "") for k in ("spark.jars.packages", "spark.driver.extraClassPath"))
-    return None if "delta" in named or delta_jars_on_classpath(str(conf.get("spark.jars", "") or "")) else "delta-rs"
+    return None if _names_delta_jars(conf.get) else "delta-rs"
 
 
 def choose_backend(spark: SparkSession, requested: str = "auto", root: str = "") -> str:
@@ -209,7 +212,8 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
     files another writer added to that partition in between were not in the snapshot, so the
     overwrite did not remove them (delta-rs checks a transaction of given actions as a blind
     append). They are removed now, in one more commit, so the partition holds exactly one
-    writer's rows. A writer that commits later does the same for these files: the last one wins."""
+    writer's rows. A writer that commits later does the same for these files: the last one wins.
+    `table` is left loaded at the newest version."""
     if version <= read_version + 1:
         return
     (column, value), = replace.items()
@@ -234,6 +238,7 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
         try:
             table.create_write_transaction(removes, mode="append", schema=table.schema(),
                                            partition_by=list(table.metadata().partition_columns) or None)
+            table.update_incremental()
             return
         except CommitFailedError:
             if attempt + 1 == COMMIT_ATTEMPTS:
@@ -397,9 +402,8 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
             )
             version = _committed_version(table, commit)
-            if overwrite and replace and version > read_version + 1:
+            if overwrite and replace:
                 _remove_concurrent(root, table, read_version, version, {f.path for f in files}, replace)
-                table.update_incremental()
             return version, table
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
@@ -438,23 +442,30 @@ class DeltaStore:
 
         self._spark = spark if is_session(spark) else None
         self._start = None if self._spark is not None else spark
+        self._configured = False
         self.root = uris.normalize(root)
         self.options = uris.delta_options(self.root)
         self._loaded: dict[str, DeltaTable] | None = None  # see loaded_once
         known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
-        self.backend = known or choose_backend(self.spark, backend, self.root)
+        self.backend = known or choose_backend(self._session(), backend, self.root)
         if self._spark is not None:
             self.spark  # noqa: B018 - the session's settings for this backend, before any write
 
-    @property
-    def spark(self) -> SparkSession:
+    def _session(self) -> SparkSession:
         if self._spark is None:
             self._spark = self._start()
-        if getattr(self, "backend", None) == "delta-rs" and not getattr(self, "_timestamps_set", False):
-            # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
-            self._spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-            self._timestamps_set = True
         return self._spark
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session, started now if it was not, with this backend's settings."""
+        session = self._session()
+        if not self._configured:
+            self._configured = True
+            if self.backend == "delta-rs":
+                # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
+                session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        return session
 
     # -- naming
     def path(self, name: str) -> str:
