@@ -14,7 +14,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, catalog_roots
 from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.landing import Landed, Piece, partition_files, plan_tasks, read_piece
+from catalake.platform.landing import Landed, Piece, Unsupported, partition_files, plan_tasks, read_piece
 from catalake.platform.matcher import template_regex
 from catalake.platform.message_table import message_tables, sync_message_tables
 from catalake.platform.protocols import BINDINGS
@@ -93,8 +93,13 @@ def test_landing_layout(tmp_path):
     (root / f"dt={DAY + dt.timedelta(days=1)}").mkdir()
     land(root, DAY + dt.timedelta(days=1), {})
     files = partition_files(root, DAY)
-    assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "batch.json", "one.json"]
-    rows = {key: json.loads(raw)["type"] for key, raw in landed_records(files).items()}
+    # every file that is not hidden is the day's: its format is read from it, and a file of no
+    # format catalake reads is one record, dead-lettered as unsupported_format (never skipped)
+    assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "batch.json", "notes.txt", "one.json"]
+    records = landed_records(files)
+    notes = records.pop(("notes.txt", 1))
+    assert isinstance(notes, Unsupported) and "b'hello'" in notes.detail
+    rows = {key: json.loads(raw)["type"] for key, raw in records.items()}
     assert rows == {("a.jsonl", 1): "x", ("a.jsonl", 3): "y", ("b.jsonl.gz", 1): "g1", ("b.jsonl.gz", 2): "g2",
                     ("batch.json", 1): "b1", ("batch.json", 2): "b2", ("batch.json", 3): "b3", ("one.json", 1): "single"}
     assert partition_files(root, dt.date(2030, 1, 1)) == []  # a missing folder is an empty partition

@@ -30,7 +30,7 @@ def test_kafka_definition_columns():
         "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
         "other_attributes", "city", "station_id", "ride_id", "protocol",
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "kafka_timestamp", "kafka_headers",
-        "data", "source_file", "source_line", "ingested_at", "event_date",
+        "data", "source_file", "source_line", "source_fields", "ingested_at", "event_date",
     ]
     assert schema["time"].dataType == TimestampType() and schema["time"].metadata["catalake.required"] is True
     assert not schema["id"].nullable and schema["subject"].nullable
@@ -193,7 +193,7 @@ def test_every_public_definition_gets_a_table_and_clear_warnings(shared_data):
         tables, warnings = message_tables(catalog, [shared_data / path.split("/")[0]])
         assert len(tables) == len(catalog)
         for table in tables:
-            assert table.schema.fieldNames()[-4:] == ["source_file", "source_line", "ingested_at", "event_date"]
+            assert table.schema.fieldNames()[-5:] == ["source_file", "source_line", "source_fields", "ingested_at", "event_date"]
         for warning in warnings:
             assert warning.startswith("/messagegroups/")  # names the message (and the reference)
         created += len(tables)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
-from catalake.platform import uris
+from catalake.platform import layouts, uris
 from catalake.platform.config import Settings
 from catalake.platform.report import catalog_rows, text_table
 
@@ -127,7 +127,7 @@ def _needs_spark(settings: Settings, days) -> bool:
     """Whether some day is too large for local processes (Settings.local_bytes)."""
     from catalake.platform.landing import list_day
 
-    return any(sum(f.size for f in list_day(settings.landing, day).files) > settings.local_bytes for day in days)
+    return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > settings.local_bytes for day in days)
 
 
 def _catalog_current(instance, settings: Settings) -> bool:
@@ -251,7 +251,8 @@ def _run(args) -> int:
         else:
             dead = sum(result["deadletter"].values())
             if result.get("landing") == "missing":
-                print(f"{day}: WARNING: no folder of this day in the landing zone {settings.landing}", file=sys.stderr)
+                print(f"{day}: WARNING: no folder of this day ({layouts.parse(settings.layout).describe(day)}) in the "
+                      f"landing zone {settings.landing}", file=sys.stderr)
             print(f"{day}: {result['records']} records -> {sum(result['tables'].values())} in "
                   f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
                   f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
@@ -457,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (uris.LocationError, UsageError) as exc:  # a user's error: one line, no traceback
+    except (uris.LocationError, UsageError, layouts.LayoutError) as exc:  # a user's error: one line, no traceback
         print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
         return 2
 

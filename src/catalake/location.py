@@ -36,7 +36,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
         "catalog_source": CatalogSource(
             paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
         ),
-        "landing": LandingZone(path=settings.landing),
+        "landing": LandingZone(path=settings.landing, layout=settings.layout),
     }
     if analytics:
         from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
@@ -49,7 +49,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
         assets=assets,
         jobs=jobs,
         schedules=[build_daily_schedule(events_job)],
-        sensors=[build_landing_sensor(events_job, settings.landing, partitions)],
+        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM.
         executor=in_process_executor,

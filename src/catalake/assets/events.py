@@ -20,6 +20,7 @@ from dagster import (
 )
 
 from catalake.eventlog import event_batch
+from catalake.platform import layouts
 from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_partition, conservation
 from catalake.platform.config import DOCS_INDEX, Settings
@@ -119,7 +120,7 @@ def build_events_asset(settings: Settings):
             only.add(DEADLETTER_TABLE)
         store = warehouse.store(spark)  # Spark started only for a day too large for local processes
         result = classify_partition(
-            lambda: store.spark, store, catalog, tables, landing.root, day, only=only,
+            lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
             local_bytes=settings.local_bytes, progress=context.log.info,
         )
         written = [t for t in tables if t.name in result.written]
@@ -169,9 +170,9 @@ def build_events_asset(settings: Settings):
             check_name="landing",
             passed=result.landing != "missing",
             severity=AssetCheckSeverity.WARN,
-            description=(f"no folder {day.isoformat()}/ or dt={day.isoformat()}/ in the landing zone "
+            description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
                          f"{landing.root}: nothing was read" if result.landing == "missing" else None),
-            metadata={"landing": result.landing, "root": landing.root, "files": len(result.files)},
+            metadata={"landing": result.landing, "root": landing.root, "layout": landing.layout, "files": len(result.files)},
         )
 
     return classify_events

@@ -5,12 +5,12 @@ from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, Sk
 from catalake.platform.landing import landing_partitions
 
 
-def build_landing_sensor(events_job, landing_root, partitions_def):
+def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day"):
     @sensor(job=events_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.STOPPED)
     def landing_sensor(context: SensorEvaluationContext):
-        """Requests a run for every landing folder that appeared or whose files changed."""
+        """Requests a run for every landing day that appeared or whose files changed."""
         seen = json.loads(context.cursor) if context.cursor else {}
-        now = landing_partitions(landing_root)
+        now = landing_partitions(landing_root, layout)
         known = set(partitions_def.get_partition_keys())
         requests = [
             RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day)

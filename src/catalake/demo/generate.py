@@ -4,7 +4,8 @@
 
 Each day folder gets structured CloudEvents (JSON lines), Kafka records in `kcat -J` form
 (binary mode, `ce_` headers), MQTT 5 records (CloudEvents attributes as user properties, gzip),
-a CloudEvents batch array, a `_SUCCESS` marker, and a few records that must dead-letter
+a CloudEvents batch array (the second day's Kafka records as a Kafka-source Parquet file,
+demo/formats.py), a `_SUCCESS` marker, and a few records that must dead-letter
 (malformed JSON, an unknown event type, a payload violating its schema). The benchmarks use the
 same generator with larger counts.
 """
@@ -18,6 +19,8 @@ import json
 import random
 import uuid
 from pathlib import Path
+
+from . import formats
 
 CITIES = {"amsterdam": ["AMS-001", "AMS-002", "AMS-003"], "lyon": ["LYS-010", "LYS-011"]}
 SOURCE = "https://api.bikeshare.example/cities/{city}/stations/{station}"
@@ -145,14 +148,18 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
     return files
 
 
-def write_day(root: Path, day: dt.date, rides: int) -> int:
+def write_day(root: Path, day: dt.date, rides: int, kafka_parquet: bool = False) -> int:
+    """One day folder; `kafka_parquet`: the Kafka records as Spark's Kafka source writes them
+    (Parquet, formats.py), as a Structured Streaming job dumping the topic would land them."""
     folder = root / day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for name, records in day_records(day, rides).items():
         lines = [r if isinstance(r, str) else json.dumps(r, separators=(",", ":")) for r in records]
         count += len(lines)
-        if name.endswith(".json"):
+        if kafka_parquet and name == "rides-kafka.jsonl":
+            formats.write_kafka_parquet(records, folder / "rides-kafka.parquet")
+        elif name.endswith(".json"):
             (folder / name).write_text(json.dumps(records, indent=1) + "\n")
         elif name.endswith(".gz"):
             # mtime=0 keeps the file byte-identical across regenerations
@@ -164,17 +171,41 @@ def write_day(root: Path, day: dt.date, rides: int) -> int:
     return count
 
 
+def write_layouts(day: dt.date, rides: int, out: Path) -> dict[str, Path]:
+    """The same demo day once per landing layout and format (formats.py): layout -> landing root."""
+    files = day_records(day, rides)
+    write_day(out / "json", day, rides)
+    lines = [formats.line(r) for records in files.values() for r in records]  # the batch's events one per line
+    hive = out / "hive-zstd" / f"year={day.year}" / f"month={day.month:02d}" / f"day={day.day:02d}" / "hour=06"
+    formats.write_zstd_lines(lines, hive / "events.jsonl.zst")
+    formats.write_capture(day, files, out / "capture")
+    topic = files["rides-kafka.jsonl"][0]["topic"]
+    for partition in sorted({r["partition"] for r in files["rides-kafka.jsonl"]}):
+        records = [r for r in files["rides-kafka.jsonl"] if r["partition"] == partition]
+        folder = out / "connect-parquet" / "topics" / topic / f"year={day.year}" / f"month={day.month:02d}" / f"day={day.day:02d}"
+        formats.write_kafka_parquet(records, folder / "hour=06" / f"{topic}+{partition}+{records[0]['offset']:010d}.parquet")
+    return {"json": out / "json", "hive-zstd": out / "hive-zstd", "capture": out / "capture",
+            "connect-parquet": out / "connect-parquet"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("landing", nargs="?", default=str(Path(__file__).parent / "landing"))
     parser.add_argument("--start", default="2026-11-20", help="first day (YYYY-MM-DD)")
     parser.add_argument("--days", type=int, default=2)
     parser.add_argument("--rides", type=int, default=12, help="rides per day")
+    parser.add_argument("--layouts", action="store_true",
+                        help="write the first day once per landing layout and format (formats.py) under LANDING_DIR")
     args = parser.parse_args(argv)
     first = dt.date.fromisoformat(args.start)
+    if args.layouts:
+        for layout, root in write_layouts(first, args.rides, Path(args.landing)).items():
+            print(f"{layout}: {root}")
+        return
     for n in range(args.days):
         day = first + dt.timedelta(days=n)
-        print(f"{day}: {write_day(Path(args.landing), day, args.rides)} records")
+        # the demo's second day lands its Kafka records as Parquet (make demo reads both)
+        print(f"{day}: {write_day(Path(args.landing), day, args.rides, kafka_parquet=n == 1)} records")
 
 
 if __name__ == "__main__":

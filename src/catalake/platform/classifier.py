@@ -31,7 +31,8 @@ from . import strictjson
 from .attributes import PARSERS, column_value
 from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
-from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, display_path, read_piece
+from . import formats
+from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, Unsupported, display_path, read_piece
 from .uris import adopt
 from .matcher import CompiledCatalog, Match, placeholder_pairs
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
@@ -234,7 +235,7 @@ class TableSpec:
             elif name in binding_columns and name not in message.placeholders:
                 column = binding_columns[name]
                 getters.append(lambda rec, m, c=column: rec.metadata(c) if rec.binding is not None and c in rec.binding.columns else None)
-            elif name in ("source_file", "source_line"):
+            elif name in ("source_file", "source_line", "source_fields"):
                 getters.append(None)  # lineage, filled in per record
             elif name == "ingested_at":
                 getters.append(lambda rec, m: ingested)
@@ -251,6 +252,7 @@ class TableSpec:
         self.data_index = names.index("data")
         self.file_index = names.index("source_file")
         self.line_index = names.index("source_line")
+        self.fields_index = names.index("source_fields") if "source_fields" in names else None
         self.schema = arrow_schema(table.schema, exclude=(PARTITION_COLUMN,))
 
     def source(self, rec: Record) -> tuple[Any, bool]:
@@ -369,6 +371,22 @@ class Classifier:
         self.deadletter_schema = arrow_schema(DEADLETTER_SCHEMA, exclude=(PARTITION_COLUMN,))
         self.last_table: str | None = None  # the table the last row went to
         self.writes_deadletter = plan.write is None or DEADLETTER_TABLE in plan.write
+        self.source(None, None)
+
+    def source(self, source_file: str | None, fields) -> None:
+        """The file the next records come from, with its path fields: their lineage, and for a
+        file of a Kafka topic's values (Kafka Connect), the topic, partition and first offset."""
+        self.fields = dict(fields) if fields else None
+        self.topic = self.fields.get("topic") if self.fields else None
+        name = source_file.rsplit("/", 1)[-1] if source_file else ""
+        self.origin = formats.connect_origin(name) if self.topic is not None else None
+
+    def landed(self, obj, line: int):
+        """A landed JSON value as the record it is: a value of a Kafka topic's file that is no
+        record of its own is the Kafka record it was (formats.kafka_value_record)."""
+        if self.topic is None or isinstance(obj, list) or formats.is_kafka_record(obj):
+            return obj
+        return formats.kafka_value_record(obj, self.topic, self.origin, line)
 
     def spec(self, idx: int) -> TableSpec:
         spec = self.specs.get(idx)
@@ -386,6 +404,7 @@ class Classifier:
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
                 shown = display_path(piece.path)
+                self.source(shown, piece.fields)
                 for line, raw in read_piece(piece):
                     yield shown, line, raw
 
@@ -402,6 +421,7 @@ class Classifier:
                 self._add(DEADLETTER_TABLE, self.deadletter_schema, [row[f.name] for f in self.deadletter_schema])
                 return
             self.last_table = None
+            self.source(source_file, row.get("source_fields"))
             self.classify(source_file, line, row["raw"].encode())
             if self.last_table not in (None, DEADLETTER_TABLE):
                 key = f"{row['reason']} -> {self.last_table}"
@@ -483,7 +503,7 @@ class Classifier:
         text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
         self._add(DEADLETTER_TABLE, self.deadletter_schema, [
             reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
-            attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [],
+            attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [], self.fields,
         ])
 
     def classify(self, source_file: str, line: int, raw) -> None:
@@ -494,8 +514,11 @@ class Classifier:
         if isinstance(raw, Corrupt):
             self.deadletter("corrupt_file", raw.detail, source_file, line, None)
             return
+        if isinstance(raw, Unsupported):
+            self.deadletter("unsupported_format", raw.detail, source_file, line, None)
+            return
         try:
-            obj = strictjson.loads(raw)
+            obj = self.landed(strictjson.loads(raw), line)
         except strictjson.NotJson as exc:
             self.deadletter(exc.reason, exc.detail, source_file, line, raw)
             return
@@ -546,6 +569,8 @@ class Classifier:
         type_errors: list = []
         data = spec.payload(value, type_errors)
         values = spec.row(rec, m, data, source_file, line)
+        if spec.fields_index is not None:
+            values[spec.fields_index] = self.fields
         row = dict(zip(spec.names, values))
         found = spec.jsonschema_errors(value, type_errors) if spec.jsonschema is not None and value is not None else []
         failed = spec.suite.check(row, type_errors + found, source_file, line)
@@ -558,11 +583,12 @@ class Classifier:
         filtered, by table: the rows GX's own validation of the pass is compared with."""
         out: dict[str, list[Checked]] = {}
         for piece in pieces:
+            self.source(display_path(piece.path), piece.fields)
             for line, raw in read_piece(piece):
                 if not isinstance(raw, bytes):
                     continue
                 try:
-                    obj = strictjson.loads(raw)
+                    obj = self.landed(strictjson.loads(raw), line)
                 except strictjson.NotJson:
                     continue
                 for rec in map(normalize, batch_events(obj) or [obj]):

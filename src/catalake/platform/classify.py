@@ -34,7 +34,7 @@ from . import recovery
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from . import uris
+from . import layouts, uris
 from .landing import Piece, display_path, list_day, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
@@ -164,6 +164,7 @@ def classify_partition(
     strict: bool = False,
     ingested_at: dt.datetime | None = None,
     local_bytes: int = 0,
+    layout: str = "day",
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
@@ -174,15 +175,16 @@ def classify_partition(
     clock = time.perf_counter()
     plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict,
                 storage=uris.storage_environment())
-    listing = list_day(landing, day)
+    where = layouts.parse(layout)
+    listing = list_day(landing, day, where)
     files = listing.files
     for path in listing.skipped:
         progress(f"{day}: skipped {display_path(path)}: a symbolic link (the landing root is a jail; links are not followed)")
     for path in listing.ignored:
-        progress(f"{day}: not read: {display_path(path)} (not a landed file: .jsonl, .jsonl.gz or .json)")
+        progress(f"{day}: not read: {display_path(path)}")
     if listing.missing:
         progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
-                 f"({day.isoformat()}/ or dt={day.isoformat()}/): nothing was read")
+                 f"({where.describe(day)}, layout {where.name}): nothing was read")
     local = sum(f.size for f in files) <= local_bytes
     seconds = {"listing": time.perf_counter() - clock}
     clock = time.perf_counter()

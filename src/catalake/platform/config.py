@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from . import uris
+from . import layouts, uris
 
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
 # GX data docs site inside the warehouse (validation.py builds it)
@@ -29,6 +29,10 @@ class Settings:
     CATALAKE_CATALOG    catalog/registry files or directories, separated by ':' (os.pathsep)
     CATALAKE_LANDING    landing root with daily partition folders: a local folder or a URI
                         (s3://bucket/prefix, gs://..., file://...)
+    CATALAKE_LANDING_LAYOUT  where a day's files are below the root: 'day' (default:
+                        YYYY-MM-DD/ or dt=YYYY-MM-DD/), 'hive' (year=/month=/day=), 'dated'
+                        (YYYY/MM/DD), 'capture' (Event Hubs Capture), 'connect' (Kafka Connect
+                        topics/<topic>/...) or a template such as '{source}/{yyyy}/{mm}/{dd}'
     CATALAKE_WAREHOUSE  where Delta tables are written: a local folder or a URI
     CATALAKE_LOCAL_DIR  where the files a person opens are kept (GX context and data docs,
                         expectation suites, the dbt project, analytics.duckdb, drift proposals):
@@ -57,6 +61,7 @@ class Settings:
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
     landing: str = str(DEMO_DIR / "landing")
+    layout: str = "day"
     warehouse: str = "warehouse"
     spark_master: str = "local[*]"
     spark_conf: tuple[tuple[str, str], ...] = ()
@@ -72,6 +77,7 @@ class Settings:
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
         object.__setattr__(self, "landing", uris.normalize(self.landing))
         object.__setattr__(self, "warehouse", uris.normalize(self.warehouse))
+        layouts.parse(self.layout)  # a layout that cannot be used fails here, naming the rule
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -91,15 +97,17 @@ class Settings:
         env = dict(os.environ if env is None else env)
         default = cls()
         landing = uris.normalize(env.get("CATALAKE_LANDING") or default.landing)
+        layout = (env.get("CATALAKE_LANDING_LAYOUT") or default.layout).strip()
         return cls(
             catalog=_paths(env["CATALAKE_CATALOG"]) if env.get("CATALAKE_CATALOG") else default.catalog,
             landing=landing,
+            layout=layout,
             warehouse=env.get("CATALAKE_WAREHOUSE") or default.warehouse,
             spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
             spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
-            start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing) or default.start_date,
+            start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing, layout) or default.start_date,
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
             record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
             local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
@@ -121,20 +129,16 @@ def local_folder(warehouse: str, configured: Path | None = None) -> Path:
     return Path(warehouse) if not uris.is_remote(warehouse) else Path(".catalake").absolute()
 
 
-def first_landed_day(landing: str) -> str | None:
-    """The landing zone's earliest day folder (`YYYY-MM-DD` or `dt=YYYY-MM-DD`), or None (also
-    when the landing cannot be listed: the run says why)."""
-    from pyarrow import fs as pafs
-
-    from .landing import FOLDER
+def first_landed_day(landing: str, layout: str = "day") -> str | None:
+    """The landing zone's earliest day in the layout, or None (also when the landing cannot be
+    listed, or the layout is not usable: the run says why)."""
+    from .landing import first_day
 
     try:
-        filesystem, base = uris.filesystem(landing)
-        names = [i.base_name for i in filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))]
-    except (OSError, uris.LocationError):
+        day = first_day(landing, layout)
+    except layouts.LayoutError:
         return None
-    days = [m.group(1) for m in map(FOLDER.match, names) if m]
-    return min(days, default=None)
+    return day.isoformat() if day else None
 
 
 def spark_conf(raw: str) -> tuple[tuple[str, str], ...]:

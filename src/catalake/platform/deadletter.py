@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, DateType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 DEADLETTER_TABLE = "deadletter"
+SOURCE_FIELDS = ("What the landing layout read from the file's folders (Event Hubs Capture: namespace, eventhub, "
+                 "partition; Kafka Connect: topic; a template's {fields}); null in the day-folder layout.")
 
 # reason -> what it means (shown in the README and the Dagster UI)
 REASONS = {
@@ -22,7 +24,8 @@ REASONS = {
     "schema_violation": "the one matching definition's data schema rejects the payload",
     "malformed_payload": "the payload cannot be decoded (invalid base64 or Avro binary)",
     "record_too_large": "the record is longer than the size limit (its first bytes are kept)",
-    "corrupt_file": "a compressed file breaks off; the records before the break are read",
+    "corrupt_file": "a compressed, Avro or Parquet file breaks off; the records before the break are read",
+    "unsupported_format": "a landed file in no format catalake reads (its first bytes are named in the detail)",
 }
 
 
@@ -41,11 +44,12 @@ SCHEMA = StructType([
     _c("event_type", StringType(), True, "CloudEvents type, when there is one."),
     _c("event_id", StringType(), True, "CloudEvents id, when there is one."),
     _c("source_file", StringType(), False, "Landed file the record was read from."),
-    _c("source_line", LongType(), False, "Line (JSON lines) or element (batch) number in the file, from 1."),
+    _c("source_line", LongType(), False, "Line (JSON lines), element (batch) or record (Avro, Parquet) number in the file, from 1."),
     _c("raw", StringType(), True, "The record as landed."),
     _c("ingested_at", TimestampType(), False, "When the partition run that wrote the row started."),
     _c("event_date", DateType(), False, "Landing partition (day) the record came from."),
     _c("expectations", ArrayType(StringType(), False), True,
        "For schema_violation: the rules the record broke, as `<column>:<rule>` (the expectation ids of its suite, "
        "and `<path>:type` for a value of the wrong kind)."),
+    _c("source_fields", MapType(StringType(), StringType(), True), True, SOURCE_FIELDS),
 ])

@@ -1,51 +1,50 @@
 """Reading the landing zone (../shared/docs/landing-zone.md): one daily partition -> raw records.
 
 The landing root is a local folder or a URI (`s3://bucket/prefix`, any filesystem of uris.py).
-Layout: `<root>/YYYY-MM-DD/` or `<root>/dt=YYYY-MM-DD/` (the same partition); `.jsonl`,
-`.jsonl.gz` (JSON lines) and `.json` (one document: an object, or an array = CloudEvents
-batch), extensions in any case. `_SUCCESS`, `.crc` and dot-files are ignored; other names are
-listed as not read. A landing root that cannot be listed is an error naming it (`LocationError`);
-a missing day folder is an empty day that says so (`DayListing.missing`).
+Where a day's files are below it is the landing layout (layouts.py: by default `<root>/YYYY-MM-DD/`
+or `<root>/dt=YYYY-MM-DD/`; Hive-style, Event Hubs Capture and Kafka Connect folders by setting);
+every file below a day's folder is the day's, subfolders included. A file's format is read from
+its first bytes (formats.py): JSON lines, one JSON document (an object, or an array = CloudEvents
+batch), gzip/zstd/snappy-compressed JSON, Avro object container files and Parquet; a file of no
+format catalake reads is one `unsupported_format` dead letter naming it. `_SUCCESS`, `.crc` and
+dot-files are ignored. A landing root that cannot be listed is an error naming it
+(`LocationError`); a day without a folder is an empty day that says so (`DayListing.missing`).
 
 The driver lists the files once, with their sizes, and cuts them into tasks (`plan_tasks`): a
-JSON lines file larger than the split size is cut at line boundaries into splits whose first
-line number is known (the driver counts the newlines before each cut; nothing is parsed there),
-small files are packed together, a gzip file or a document is one piece. Every piece ends at a
-planned byte: a file that grows while the day runs is read up to the size it was listed with
-(its last complete line), and the rest is the next run's. The executors read their pieces by
-literal path (`read_piece`): records come out as (source_line, raw bytes), where `source_line` is
-the 1-based line of a JSON lines file, or the 1-based element of a batch array (1 for a single
-document).
+file larger than the split size is cut where its format can be cut (JSON lines at line ends, with
+the first line number of each piece counted by the driver; Avro at block boundaries, with the
+first record number from the blocks' headers; Parquet at row groups), small files are packed
+together, a compressed file or a document is one piece. Every piece ends at a planned byte: a
+file that grows while the day runs is read up to the size it was listed with (its last complete
+line), and the rest is the next run's. The executors read their pieces by literal path
+(`read_piece`): records come out as (position, raw bytes), where the position is the 1-based line
+of a JSON lines file, element of a batch array (1 for a single document), or record (row) of an
+Avro (Parquet) file.
 
 Files are read by their literal path (no pattern expansion: a file named `rides-*.jsonl` is one
 file), and a local landing root is a jail: symbolic links are skipped and reported, never read.
 A name that is not valid UTF-8 is read, and shown with its undecodable bytes escaped
 (`display_path`). A record longer than the size limit is not read into memory whole: it comes
-out as `TooLarge` (its first bytes), and a compressed file that breaks off mid-way gives what
-could be read, then one `Corrupt` entry saying where it broke.
+out as `TooLarge` (its first bytes), and a file that breaks off mid-way gives what could be read,
+then one `Corrupt` entry saying where it broke.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import hashlib
 import io
 import os
-import re
-import zlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 import orjson
 from pyarrow import fs as pafs
 
-from . import uris
+from . import formats, layouts, uris
+from .layouts import Layout
 
-LINE_FILES = (".jsonl", ".jsonl.gz")
-DOCUMENT_FILES = (".json",)
-FOLDER = re.compile(r"^(?:dt=)?(\d{4}-\d{2}-\d{2})$")
 # the largest piece one task reads: few tasks mean few files per table (a task writes each table
 # it feeds once), and a task's memory does not grow with it (rows become Parquet as it goes)
 SPLIT_BYTES = 256 << 20
@@ -58,11 +57,13 @@ REMOTE_BLOCK = 32 << 20  # one ranged GET per this many bytes of a file on objec
 
 @dataclass(frozen=True)
 class Landed:
-    """A landed file as the driver listed it: where, and its size then (what the day reads)."""
+    """A landed file as the driver listed it: where, its size then (what the day reads), and the
+    path fields its layout gives it (layouts.py)."""
 
     path: str
     size: int
     modified_ns: int = 0
+    fields: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -82,11 +83,6 @@ class DayListing:
     def missing(self) -> bool:
         """No folder of the day exists (an existing empty folder is a quiet day)."""
         return not self.folders
-
-
-def is_landed_name(name: str) -> bool:
-    lower = name.lower()
-    return lower.endswith(LINE_FILES + DOCUMENT_FILES) and not is_hidden(name)
 
 
 def is_hidden(name: str) -> bool:
@@ -121,23 +117,92 @@ def check_root(root: str) -> pafs.FileSystem:
     return filesystem
 
 
-def list_day(root: str, day: dt.date) -> DayListing:
-    """The landed files of one day, sorted (subfolders included). A root that does not exist or
-    cannot be listed raises LocationError naming it and the cause."""
+def _layout(layout: str | Layout | None) -> Layout:
+    return layout if isinstance(layout, Layout) else layouts.parse(layout)
+
+
+def list_day(root: str, day: dt.date, layout: str | Layout | None = None) -> DayListing:
+    """The landed files of one day in the layout (default `day`), sorted (subfolders included).
+    A root that does not exist or cannot be listed raises LocationError naming it and the cause."""
     root = uris.normalize(root)
-    return _list_day(check_root(root), root, day)
+    return _list_day(check_root(root), root, day, _layout(layout))
 
 
-def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date) -> DayListing:
+def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date, layout: Layout) -> DayListing:
     listing = DayListing()
-    for name in (day.isoformat(), f"dt={day.isoformat()}"):
-        folder = uris.join(root, name)
-        if uris.is_remote(root):
-            _list_remote(filesystem, folder, listing)
-        else:
-            _list_local(folder, listing)
+    for _, folder, fields in day_folders(filesystem, root, layout, day, listing):
+        _list_folder(filesystem, root, folder, fields, listing)
     listing.files.sort(key=lambda f: f.path)
     return listing
+
+
+def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: DayListing) -> None:
+    before = len(listing.files)
+    if uris.is_remote(root):
+        _list_remote(filesystem, folder, listing)
+    else:
+        _list_local(folder, listing)
+    if fields:
+        listing.files[before:] = [replace(f, fields=fields) for f in listing.files[before:]]
+
+
+def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str]]:
+    """(name, path, kind: dir | file | link) of a folder's entries that are not hidden."""
+    if remote:
+        scheme = folder.split("://", 1)[0]
+        _, path = uris.filesystem(folder)
+        try:
+            found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        except OSError as exc:
+            raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
+        return [(i.base_name, f"{scheme}://{i.path}", "dir" if i.type == pafs.FileType.Directory else "file")
+                for i in found if not is_hidden(i.base_name)]
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [(e.name, e.path, "link" if e.is_symlink() else "dir" if e.is_dir() else "file")
+            for e in entries if not is_hidden(e.name)]
+
+
+def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
+                listing: DayListing | None = None) -> list[tuple[dt.date, str, tuple]]:
+    """(day, folder, path fields) of every folder of the layout below the root (of `day` only,
+    when given): folder by folder along the template, listing only what can still match."""
+    listing = listing if listing is not None else DayListing()
+    remote = uris.is_remote(root)
+    level: list[tuple[str, dict]] = [(root, {})]
+    for i, segment in enumerate(layout.segments):
+        last = i == len(layout.segments) - 1
+        following: list[tuple[str, dict]] = []
+        for folder, values in level:
+            if segment.pattern is None:  # a literal folder: no listing needed
+                path = uris.join(folder, segment.text)
+                if not remote and os.path.islink(path):
+                    listing.skipped.append(path)
+                else:
+                    following.append((path, values))
+                continue
+            for name, path, kind in _children(filesystem, folder, remote):
+                found = segment.match(name)
+                if found is None:
+                    continue
+                merged = {**values, **found}
+                if day is not None and not layouts.agrees(merged, day):
+                    continue
+                if kind == "link":  # the landing root is a jail: a link is reported, never followed
+                    listing.skipped.append(path)
+                elif kind == "dir":
+                    following.append((path, merged))
+                elif last and layouts.day_of(merged) is not None:
+                    listing.ignored.append(path + " (a file where the day's folder belongs)")
+        level = following
+    out = []
+    for folder, values in level:
+        found_day = layouts.day_of(values)
+        if found_day is not None and (day is None or found_day == day):
+            out.append((found_day, folder, layouts.fields_of(values)))
+    return sorted(out, key=lambda f: f[1])
 
 
 def _list_remote(filesystem: pafs.FileSystem, folder: str, listing: DayListing) -> None:
@@ -158,13 +223,9 @@ def _list_remote(filesystem: pafs.FileSystem, folder: str, listing: DayListing) 
         if info.type != pafs.FileType.File:
             continue
         parts = info.path[len(path):].strip("/").split("/")
-        if any(is_hidden(p) for p in parts[:-1]) or is_hidden(parts[-1]):
+        if any(is_hidden(p) for p in parts):
             continue
-        uri = f"{scheme}://{info.path}"
-        if is_landed_name(parts[-1]):
-            listing.files.append(Landed(uri, info.size, info.mtime_ns or 0))
-        else:
-            listing.ignored.append(uri)
+        listing.files.append(Landed(f"{scheme}://{info.path}", info.size, info.mtime_ns or 0))
 
 
 def _list_local(folder: str, listing: DayListing) -> None:
@@ -186,60 +247,62 @@ def _list_local(folder: str, listing: DayListing) -> None:
             path = os.path.join(base, name)
             if os.path.islink(path) or not os.path.isfile(path) or is_hidden(name):
                 continue
-            if is_landed_name(name):
-                stat = os.stat(path)
-                listing.files.append(Landed(path, stat.st_size, stat.st_mtime_ns))
-            else:
-                listing.ignored.append(path)
+            stat = os.stat(path)
+            listing.files.append(Landed(path, stat.st_size, stat.st_mtime_ns))
 
 
-def partition_files(root: str, day: dt.date, skipped: list | None = None) -> list[Landed]:
+def partition_files(root: str, day: dt.date, skipped: list | None = None, layout: str | Layout | None = None) -> list[Landed]:
     """The landed files of one day (see list_day); symbolic links found are added to `skipped`."""
-    listing = list_day(root, day)
+    listing = list_day(root, day, layout)
     if skipped is not None:
         skipped.extend(listing.skipped)
     return listing.files
 
 
-def landing_partitions(root: str) -> dict[str, str]:
-    """Every partition folder of the landing root -> fingerprint of its files (names, sizes,
+def landing_partitions(root: str, layout: str | Layout | None = None) -> dict[str, str]:
+    """Every day of the landing root in the layout -> fingerprint of its files (names, sizes,
     modification times). A root that cannot be read raises LocationError."""
     root = uris.normalize(root)
     filesystem = check_root(root)
-    _, base = uris.filesystem(root)
+    layout = _layout(layout)
+    by_day: dict[dt.date, DayListing] = {}
+    for day, folder, fields in day_folders(filesystem, root, layout, None):
+        _list_folder(filesystem, root, folder, fields, by_day.setdefault(day, DayListing()))
     out: dict[str, str] = {}
-    try:
-        children = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
-    except OSError as exc:
-        raise uris.LocationError(f"landing {root}: cannot be listed: {uris.describe(exc)}") from None
-    for child in sorted(children, key=lambda i: i.path):
-        match = FOLDER.match(child.base_name)
-        if not (match and child.type == pafs.FileType.Directory):
-            continue
-        day = dt.date.fromisoformat(match.group(1))
+    for day, listing in sorted(by_day.items()):
         digest = hashlib.sha256()
-        for f in _list_day(filesystem, root, day).files:  # the root was checked once above
+        for f in sorted(listing.files, key=lambda f: f.path):
             digest.update(f"{display_path(f.path)}|{f.size}|{f.modified_ns}\n".encode())
         out[day.isoformat()] = digest.hexdigest()
     return out
+
+
+def first_day(root: str, layout: str | Layout | None = None) -> dt.date | None:
+    """The landing zone's earliest day in the layout, or None (also when it cannot be listed)."""
+    try:
+        root = uris.normalize(root)
+        found = day_folders(check_root(root), root, _layout(layout), None)
+    except (OSError, uris.LocationError):
+        return None
+    return min((d for d, _, _ in found), default=None)
 
 
 # -- the driver: pieces and tasks
 
 @dataclass(frozen=True)
 class Piece:
-    """Part of a landed file: bytes [start, end) of a JSON lines file whose first line is
-    `first_line`, or (end = -1) the whole file as it was listed (`size` bytes)."""
+    """Part of a landed file: bytes [start, end) of a file cut by its format (`kind`: `lines`, a
+    JSON lines file whose first line there is `first_line`; `avro`, whole blocks, the first
+    record's number `first_line`; `parquet`, the row groups starting in the range), or
+    (end = -1, kind "") the whole file as it was listed (`size` bytes), its format read from it."""
 
     path: str
     start: int = 0
     end: int = -1
     first_line: int = 1
     size: int = -1
-
-
-def is_line_file(path: str) -> bool:
-    return path.lower().endswith(".jsonl")
+    kind: str = ""
+    fields: tuple[tuple[str, str], ...] = ()  # the file's path fields (Landed.fields)
 
 
 def _open(path: str):
@@ -248,6 +311,11 @@ def _open(path: str):
         return open(path, "rb")
     filesystem, inner = uris.filesystem(path)
     return io.BufferedReader(filesystem.open_input_file(inner), buffer_size=REMOTE_BLOCK)
+
+
+def head_of(path: str) -> bytes:
+    with _open(path) as f:
+        return f.read(formats.HEAD_BYTES)
 
 
 def _cuts(landed: Landed, split: int) -> list[Piece]:
@@ -259,12 +327,12 @@ def _cuts(landed: Landed, split: int) -> list[Piece]:
         while start < size:
             target = start + split
             if target >= size:
-                pieces.append(Piece(path, start, size, line))
+                pieces.append(Piece(path, start, size, line, kind="lines", fields=landed.fields))
                 break
             f.seek(target)
             f.readline()  # to the end of the line the cut falls into
             end = min(f.tell(), size)
-            pieces.append(Piece(path, start, end, line))
+            pieces.append(Piece(path, start, end, line, kind="lines", fields=landed.fields))
             f.seek(start)
             remaining, count = end - start, 0
             while remaining > 0:
@@ -277,11 +345,72 @@ def _cuts(landed: Landed, split: int) -> list[Piece]:
     return pieces
 
 
+def _avro_cuts(landed: Landed, split: int) -> list[Piece]:
+    """An Avro object container file cut at block boundaries after every `split` bytes, with the
+    number of the first record of each piece (each block's header says how many records it
+    holds; fastavro reads the header and the counts, the data is skipped, not read). A file
+    whose blocks cannot be walked is one piece: reading it says where it breaks."""
+    import fastavro
+    from fastavro.read import HEADER_SCHEMA
+
+    path, size = landed.path, landed.size
+    cuts = [(0, 1)]  # (byte, first record)
+    try:
+        with _open(path) as f:
+            fastavro.schemaless_reader(f, HEADER_SCHEMA, None)
+            record = 1
+            while f.tell() < size:
+                at = f.tell()
+                if at - cuts[-1][0] >= split:
+                    cuts.append((at, record))
+                count = fastavro.schemaless_reader(f, "long", None)
+                length = fastavro.schemaless_reader(f, "long", None)
+                f.seek(length + 16, 1)  # the block's data and its sync marker
+                record += count
+    except Exception:  # noqa: BLE001 - any fault of the file is reported by reading it
+        return [Piece(path, size=size, fields=landed.fields)]
+    bounds = [c[0] for c in cuts[1:]] + [size]
+    return [Piece(path, start, end, first, kind="avro", fields=landed.fields) for (start, first), end in zip(cuts, bounds)]
+
+
+def _row_group_starts(parquet) -> list[int]:
+    """The byte each row group of a Parquet file starts at (its first column chunk)."""
+    meta = parquet.metadata
+    starts = []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        chunk = group.column(0)
+        starts.append(min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o is not None and o > 0))
+    return starts
+
+
+def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
+    """A Parquet file cut at row groups after every `split` bytes (only its footer is read)."""
+    import pyarrow.parquet as pq
+
+    path, size = landed.path, landed.size
+    try:
+        with _open(path) as f:
+            starts = _row_group_starts(pq.ParquetFile(f))
+    except Exception:  # noqa: BLE001 - any fault of the file is reported by reading it
+        return [Piece(path, size=size, fields=landed.fields)]
+    cuts = [0]
+    for start in starts[1:]:
+        if start - cuts[-1] >= split:
+            cuts.append(start)
+    bounds = cuts[1:] + [size]
+    return [Piece(path, start, end, kind="parquet", fields=landed.fields) for start, end in zip(cuts, bounds)]
+
+
+CUTTERS = {"lines": _cuts, "avro": _avro_cuts, "parquet": _parquet_cuts}
+
+
 def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None) -> list[list[Piece]]:
     """The pieces of the day's files packed into tasks of even size: a multiple of `parallelism`
     tasks (so no core idles at the end), each of at most SPLIT_BYTES unless a single compressed
-    file is larger. JSON lines files are cut at `target` bytes (by default the even share of one
-    task); small files share tasks. Every piece ends at the size the file was listed with."""
+    file is larger. A file larger than `target` bytes (by default the even share of one task) is
+    cut where its format allows (its first bytes say which); small files share tasks. Every
+    piece ends at the size the file was listed with."""
     total = sum(f.size for f in files)
     parallelism = max(parallelism, 1)
     count = parallelism * max(1, -(-total // (SPLIT_BYTES * parallelism)))
@@ -290,12 +419,11 @@ def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None)
         target = max(1, -(-total // count))
     pieces: list[tuple[int, Piece]] = []
     for f in files:
-        if is_line_file(f.path) and f.size > target:
-            pieces += [(p.end - p.start, p) for p in _cuts(f, target)]
-        elif is_line_file(f.path):
-            pieces.append((f.size, Piece(f.path, 0, f.size)))
+        cut = CUTTERS.get(formats.sniff(head_of(f.path), f.name)) if f.size > target else None
+        if cut is not None:
+            pieces += [(p.end - p.start, p) for p in cut(f, target)]
         else:
-            pieces.append((f.size, Piece(f.path, size=f.size)))
+            pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
     count = max(count, -(-total // target)) if total else 1
     tasks: list[list[Piece]] = [[] for _ in range(count)]
     loads = [0] * count
@@ -379,26 +507,84 @@ def _lines(f, first_line: int, end: int | None) -> Iterator[tuple[int, object]]:
         line += 1
 
 
-def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
-    """(source_line, raw bytes | TooLarge | Corrupt) of every record of a piece; blank lines skipped."""
-    path = piece.path
-    lower = path.lower()
-    if lower.endswith(".jsonl.gz"):
-        line = 0
-        try:
-            with _open(path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as f:
-                for line, record in _lines(f, 1, None):
-                    yield line, record
-        except (EOFError, OSError, zlib.error) as exc:
-            yield line + 1, Corrupt(f"compressed file breaks off at line {line + 1}: {exc}")
+@dataclass(frozen=True)
+class Unsupported:
+    detail: str
+
+
+class _Window(io.RawIOBase):
+    """An Avro file as fastavro reads it for one piece: its header, then bytes [start, end)."""
+
+    def __init__(self, f, header: int, start: int, end: int):
+        self.f, self.parts, self.at = f, [(0, header), (max(start, header), end)], 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self.parts:
+            start, end = self.parts[0]
+            if self.at < start:
+                self.at = start
+            if self.at >= end:
+                self.parts.pop(0)
+                continue
+            self.f.seek(self.at)
+            data = self.f.read(min(len(buffer), end - self.at))
+            if not data:
+                return 0
+            buffer[:len(data)] = data
+            self.at += len(data)
+            return len(data)
+        return 0
+
+
+def _avro(piece: Piece, f) -> Iterator[tuple[int, object]]:
+    import fastavro
+    from fastavro.read import HEADER_SCHEMA
+
+    position = piece.first_line - 1
+    try:
+        if piece.kind == "avro":
+            fastavro.schemaless_reader(f, HEADER_SCHEMA, None)
+            stream = io.BufferedReader(_Window(f, f.tell(), piece.start, piece.end), buffer_size=BLOCK)
+        else:
+            stream = io.BufferedReader(_Window(f, 0, 0, piece.size), buffer_size=BLOCK)
+        reader = fastavro.reader(stream)
+        convert = formats.converter(formats.avro_field_names(reader.writer_schema))
+        for record in reader:
+            position += 1
+            yield position, orjson.dumps(convert(record))
+    except Exception as exc:  # noqa: BLE001 - a broken Avro file: what was read is kept, the break said
+        yield position + 1, Corrupt(f"Avro file breaks off at record {position + 1}: {type(exc).__name__}: {exc}")
+
+
+def _parquet(piece: Piece, f) -> Iterator[tuple[int, object]]:
+    import pyarrow.parquet as pq
+
+    position = 0
+    try:
+        parquet = pq.ParquetFile(f)
+        starts = _row_group_starts(parquet)
+        end = piece.end if piece.kind == "parquet" else piece.size
+        groups = [i for i, at in enumerate(starts) if piece.start <= at < end or (piece.kind != "parquet")]
+        meta = parquet.metadata
+        position = sum(meta.row_group(i).num_rows for i in range(groups[0])) if groups else 0
+        convert = formats.converter(set(parquet.schema_arrow.names))
+        for batch in parquet.iter_batches(batch_size=4096, row_groups=groups) if groups else ():
+            for row in batch.to_pylist():
+                position += 1
+                yield position, orjson.dumps(convert(row))
+    except Exception as exc:  # noqa: BLE001 - a broken Parquet file: what was read is kept, the break said
+        yield position + 1, Corrupt(f"Parquet file breaks off at row {position + 1}: {type(exc).__name__}: {exc}")
+
+
+def _text(path: str, kind: str, f, size: int) -> Iterator[tuple[int, object]]:
+    """A JSON text file (lines or one document) as its records, up to `size` bytes (-1: all)."""
+    if kind == "lines":
+        yield from _lines(f, 1, None if size < 0 else size)
         return
-    if is_line_file(path):
-        with _open(path) as f:
-            f.seek(piece.start)
-            yield from _lines(f, piece.first_line, None if piece.end < 0 else piece.end)
-        return
-    with _open(path) as f:
-        text = f.read() if piece.size < 0 else f.read(piece.size)
+    text = f.read() if size < 0 else f.read(size)
     if not text.strip():
         return
     try:
@@ -411,3 +597,42 @@ def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
             yield i, orjson.dumps(element)
     else:
         yield 1, text
+
+
+def _compressed(piece: Piece, kind: str, f) -> Iterator[tuple[int, object]]:
+    line = 0
+    try:
+        with formats.decompressed(kind, f) as content:
+            inner = formats.sniff(content.peek(formats.HEAD_BYTES)[:formats.HEAD_BYTES] if hasattr(content, "peek")
+                                  else content.getvalue()[:formats.HEAD_BYTES], formats.inner_name(piece.path.rsplit("/", 1)[-1]))
+            if inner not in ("lines", "document"):
+                yield 1, Unsupported(f"{kind}-compressed {inner} content: only JSON lines or a JSON document are read compressed")
+                return
+            for line, record in _text(piece.path, inner, content, -1):
+                yield line, record
+    except formats.corrupt_errors() as exc:
+        yield line + 1, Corrupt(f"compressed file ({kind}) breaks off at line {line + 1}: {exc}")
+
+
+def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
+    """(position, raw bytes | TooLarge | Corrupt | Unsupported) of every record of a piece;
+    blank lines skipped."""
+    with _open(piece.path) as f:
+        if piece.kind == "lines":
+            f.seek(piece.start)
+            yield from _lines(f, piece.first_line, piece.end)
+            return
+        kind = piece.kind or formats.sniff(f.read(formats.HEAD_BYTES), piece.path.rsplit("/", 1)[-1])
+        f.seek(0)
+        if kind == "avro":
+            yield from _avro(piece, f)
+        elif kind == "parquet":
+            yield from _parquet(piece, f)
+        elif kind in formats.COMPRESSED:
+            yield from _compressed(piece, kind, f)
+        elif kind in ("lines", "document"):
+            yield from _text(piece.path, kind, f, piece.size)
+        else:
+            head = f.read(formats.HEAD_BYTES)
+            yield 1, Unsupported(f"not a format catalake reads (JSON lines or document, gzip/zstd/snappy JSON, Avro, "
+                                 f"Parquet); the file starts with {head!r}")

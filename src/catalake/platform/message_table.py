@@ -9,7 +9,8 @@ Columns, in order:
   (Kafka topic/partition/offset/key/timestamp/headers, MQTT topic/qos/retain/..., AMQP, HTTP,
   NATS); a definition without a protocol applies to every binding and keeps `protocol_metadata`;
 * `data`: the payload, typed from the derived data schema;
-* lineage: `source_file`, `source_line`, `ingested_at`; the partition column `event_date`.
+* lineage: `source_file`, `source_line`, `source_fields` (the layout's path fields), `ingested_at`;
+  the partition column `event_date`.
 
 CloudEvents attribute names are lower-case letters and digits only, so the columns with an
 underscore never collide with an attribute; a placeholder named like another column is stored as
@@ -48,6 +49,7 @@ from .catalog.normalize import protocol_family
 from .catalog.problems import CatalogError, Problem
 from .catalog.rules import SCHEMA_SLOTS
 from .protocols import BY_FAMILY, TEXT_MAP
+from .deadletter import SOURCE_FIELDS
 from .evolution import EvolutionError, plan_evolution
 from .schemas.derive import spark_field
 from .schemas.json_schema import EndlessReference, InvalidConstraint, NeverFollowed, SchemaError
@@ -83,7 +85,8 @@ ATTRIBUTE_TYPES: dict[str, DataType] = {
 
 LINEAGE_COLUMNS = [
     StructField("source_file", StringType(), False, {"comment": "Landed file the record was read from."}),
-    StructField("source_line", LongType(), False, {"comment": "Line (JSON lines) or element (batch) number in the file, from 1."}),
+    StructField("source_line", LongType(), False, {"comment": "Line (JSON lines), element (batch) or record (Avro, Parquet) number in the file, from 1."}),
+    StructField("source_fields", TEXT_MAP, True, {"comment": SOURCE_FIELDS}),
     StructField("ingested_at", TimestampType(), False, {"comment": "When the partition run that wrote the row started."}),
     StructField(PARTITION_COLUMN, DateType(), False, {"comment": "Landing partition (day) the record came from."}),
 ]

@@ -4,10 +4,11 @@ from catalake.platform import uris
 
 
 class LandingZone(ConfigurableResource):
-    """The landing root: one folder per day of raw landed events (see landing-zone.md), a local
-    folder or a URI (s3://bucket/prefix)."""
+    """The landing root: raw landed events, a local folder or a URI (s3://bucket/prefix), with
+    the layout that says where each day's files are below it (see landing-zone.md, layouts.py)."""
 
     path: str
+    layout: str = "day"
 
     @property
     def root(self) -> str:
