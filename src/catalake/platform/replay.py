@@ -84,7 +84,9 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     if not store.exists(DEADLETTER_TABLE) or not _has_partition(store, DEADLETTER_TABLE, day):
         return result
     plan = Plan(tuple(tables), store.root, day, dt.datetime.now(dt.timezone.utc).replace(microsecond=0), uuid.uuid4().hex[:12])
-    columns = [f.name for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
+    present = set(store.spark_schema(DEADLETTER_TABLE).fieldNames())  # a table of an older release lacks newer columns
+    columns = [F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+               for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
     frame = store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
     with recovery.recorded(store.root, plan.run, day, kind="replay"):
         try:
