@@ -324,3 +324,20 @@ def test_every_layout_and_format_on_s3_gives_the_rows_of_local_disk(tmp_path, de
                 key = lambda r: (r["source_file"], r["source_line"])  # noqa: E731
                 strip = lambda rs: sorted(({k: v for k, v in r.items() if k != "ingested_at"} for r in rs), key=key)  # noqa: E731
                 assert strip(got) == strip(want), (name, table)
+
+
+def test_the_landing_sensor_requests_the_days_of_the_layout(tmp_path):
+    """The sensor lists the landing in its layout: the shipped Capture folders are one day."""
+    from dagster import DagsterInstance, build_sensor_context
+
+    from catalake.location import build_definitions
+
+    settings = Settings(landing=str(DEMO_DIR / "capture"), layout="capture", warehouse=str(tmp_path / "warehouse"),
+                        start_date="2026-11-01")
+    sensor = build_definitions(settings, analytics=False).get_sensor_def("landing_sensor")
+    with DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(instance=instance)
+        requests = sensor(context)
+        assert [r.partition_key for r in requests] == ["2026-11-21"]
+        again = sensor(build_sensor_context(instance=instance, cursor=context.cursor))
+        assert not isinstance(again, list)  # nothing new: a SkipReason
