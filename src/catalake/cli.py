@@ -226,7 +226,10 @@ def _run(args) -> int:
     events_job = defs.resolve_job_def("events_job")
     status = 0
     for day in days:
-        run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False)
+        from catalake.assets.events import INCREMENTAL_TAG
+
+        run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False,
+                                            tags={INCREMENTAL_TAG: "true"} if args.incremental else None)
         result = None
         for event in run.get_asset_materialization_events():
             materialization = event.event_specific_data.materialization
@@ -253,7 +256,10 @@ def _run(args) -> int:
             if result.get("landing") == "missing":
                 print(f"{day}: WARNING: no folder of this day ({layouts.parse(settings.layout).describe(day)}) in the "
                       f"landing zone {settings.landing}", file=sys.stderr)
-            print(f"{day}: {result['records']} records -> {sum(result['tables'].values())} in "
+            kind = {"incremental": "increment: ", "full": "full run: "}.get(result.get("kind"), "")
+            if result.get("fallback"):
+                print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
+            print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
                   f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
                   f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
     return status
@@ -423,6 +429,11 @@ def parser() -> argparse.ArgumentParser:
     when.add_argument("--from", dest="start", help="first partition of a range, YYYY-MM-DD")
     run.add_argument("--to", dest="end", help="last partition of the range (default: --from)")
     run.add_argument("--json", action="store_true", help="print one JSON result per partition")
+    kind = run.add_mutually_exclusive_group()
+    kind.add_argument("--incremental", action="store_true",
+                      help="read only what landed since the day's last run and append it (a full run when the "
+                           "landed files changed otherwise, or the day has no recorded run)")
+    kind.add_argument("--full", action="store_true", help="read the whole day and replace its partitions (the default)")
     run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
     run.set_defaults(func=_run)
     tables = sub.add_parser("tables", help="list the warehouse tables under the names SQL sees them by")

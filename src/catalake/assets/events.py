@@ -22,7 +22,7 @@ from dagster import (
 from catalake.eventlog import event_batch
 from catalake.platform import layouts
 from catalake.platform.catalog import CatalogError
-from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.classify import classify_increment, classify_partition, conservation
 from catalake.platform.config import DOCS_INDEX, Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.message_table import message_tables
@@ -119,21 +119,25 @@ def build_events_asset(settings: Settings):
         elif DEADLETTER_KEY in selected:
             only.add(DEADLETTER_TABLE)
         store = warehouse.store(spark)  # Spark started only for a day too large for local processes
-        result = classify_partition(
-            lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
-            local_bytes=settings.local_bytes, progress=context.log.info,
-        )
+        if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
+            result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
+                                        layout=landing.layout, local_bytes=settings.local_bytes, progress=context.log.info)
+        else:
+            result = classify_partition(
+                lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
+                local_bytes=settings.local_bytes, progress=context.log.info,
+            )
         written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()
         with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
-            report_tables(context, settings, store, tables, written, key_of, only is None, result)
+            report_tables(context, settings, store, tables, written, key_of, only is None and result.kind == "full", result)
             result.seconds["quality_docs"] = quality_checks(context, warehouse.local, written, key_of, result)
         result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
         if DEADLETTER_TABLE not in result.written:
             return
         # read back from every table, subset run or not: the day's rows must add up
         clock = time.perf_counter()
-        ok, counts = conservation(store, tables, day, result.records, result.stored)
+        ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
         rows = sum(result.deadletter.values())
@@ -142,6 +146,10 @@ def build_events_asset(settings: Settings):
             metadata={
                 "dagster/partition_row_count": rows,
                 "records_read": result.records,
+                "run_kind": result.kind,
+                **({"fallback": result.fallback} if result.fallback else {}),
+                **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
+                    "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
                 "by_reason": MetadataValue.json(result.deadletter),
                 "per_table": MetadataValue.md(markdown_table(
                     ["message", "rows"], [[x, n] for x, n in sorted(result.tables.items())]
@@ -178,6 +186,9 @@ def build_events_asset(settings: Settings):
     return classify_events
 
 
+INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
+
+
 def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> None:
     """A materialization of every table the run wrote (the day feeds it, or fed it before).
     Logged as events rather than yielded as outputs: Dagster checks every yielded output against
@@ -188,9 +199,12 @@ def report_tables(context, settings: Settings, store, tables, written, key_of, w
             asset_key=key_of[table.name],
             partition=context.partition_key,
             metadata={
-                "dagster/partition_row_count": result.tables.get(table.message.xid, 0),
+                "dagster/partition_row_count": (result.stored.get(table.name) or 0) if result.kind == "incremental"
+                else result.tables.get(table.message.xid, 0),
                 "path": MetadataValue.path(store.path(table.name)),
-                "delta_version": result.versions[table.name],
+                **({"delta_version": result.versions[table.name]} if table.name in result.versions else {}),
+                "run_kind": result.kind,
+                **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
             },
         ))
     if settings.record_empty and whole_day:

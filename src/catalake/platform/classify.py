@@ -30,12 +30,12 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
-from . import recovery
+from . import increments, recovery
 from .catalog.model import Catalog
 from .classifier import Plan, TaskResult, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from . import layouts, uris
-from .landing import Piece, display_path, list_day, plan_tasks, tiling_faults
+from .landing import Piece, display_path, list_day, pack, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
 from .quality import ExpectationResult, merge_tallies, results
@@ -76,10 +76,22 @@ class PartitionResult:
     landing: str = "read"  # "missing": no folder of the day; "empty": its folders hold no file
     tasks: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds (listing, job, commits)
+    kind: str = "full"  # or "incremental" (classify_increment)
+    fallback: str | None = None  # why an incremental run was a full run
+    read: dict = field(default_factory=dict)  # files and bytes the run read
+    rows_added: dict[str, int] = field(default_factory=dict)  # table name -> rows an increment appended
+    day_records: int | None = None  # records the day's runs read, all increments together
+
+    @property
+    def records_of_day(self) -> int:
+        return self.records if self.day_records is None else self.day_records
 
     def as_json(self) -> dict:
-        return {"partition": self.partition, "landing": self.landing, "records": self.records,
-                "tables": self.tables, "deadletter": self.deadletter}
+        out = {"partition": self.partition, "landing": self.landing, "records": self.records,
+               "tables": self.tables, "deadletter": self.deadletter}
+        if self.kind == "incremental" or self.fallback:
+            out.update(kind=self.kind, fallback=self.fallback, records_of_day=self.records_of_day, read=self.read)
+        return out
 
 
 def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
@@ -135,16 +147,36 @@ def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
     return _summary(classifier_for(plan).run(f"{task}.0", pieces))
 
 
+IN_PROCESS_BYTES = 8 << 20  # tasks reading at most this much run in the calling process
+
+
 def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
     """The tasks of a small day in local Python processes: the same classifier and files as the
     Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
-    threads, and delta-rs' runtime does not survive a fork)."""
+    threads, and delta-rs' runtime does not survive a fork). A few megabytes (an increment, a
+    quiet day) are classified in this process: starting two interpreters would cost more."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+
+    if sum(increments.landed_bytes(t) for t in tasks) <= IN_PROCESS_BYTES:
+        return [_local_task((plan, i, t)) for i, t in enumerate(tasks)]
 
     workers = min(len(tasks), os.cpu_count() or 2)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]))
+
+
+def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> list[dict]:
+    """The tasks' summaries: one Spark job, or local processes when there is no session."""
+    if not tasks:
+        return []
+    if session is None:
+        return run_local(plan, tasks)
+    with _job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
+        rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+    if sorted(r["task"] for r in rows) != list(range(len(tasks))):
+        raise StorageError(f"{plan.day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
+    return [json.loads(r["json"]) for r in rows]
 
 
 def _summary(result: TaskResult) -> dict:
@@ -200,21 +232,16 @@ def classify_partition(
     # this run replaces the day's partitions: a stopped replay's commits are moot, and what
     # killed runs and replays of the day left is removed
     recovery.recover_day(store, day, names, replace=True, progress=progress)
-    summaries = []
     with recovery.recorded(store.root, plan.run, day, kind="run"):
         try:
             clock = time.perf_counter()
-            if tasks and local:
-                summaries = run_local(plan, tasks)
-            elif tasks:
-                with _job_group(session, f"catalake-classify-{day}", f"classify {day}: {len(tasks)} task(s)"):
-                    rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
-                if sorted(r["task"] for r in rows) != list(range(len(tasks))):
-                    raise StorageError(f"{day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
-                summaries = [json.loads(r["json"]) for r in rows]
+            summaries = execute(plan, tasks, session)
             seconds["job"] = time.perf_counter() - clock
             clock = time.perf_counter()
+            increments.forget(store.root, day)  # the day is read anew: what increments read is moot
             result = _commit(store, plan, tables, summaries, progress)
+            if only is None:  # every table now holds what these files hold: increments go on from here
+                increments.record_full(store.root, day, plan.run, files, summaries)
             seconds["commits"] = time.perf_counter() - clock
             result.seconds = {k: round(v, 3) for k, v in seconds.items()}
             result.skipped = [display_path(p) for p in listing.skipped]
@@ -319,3 +346,144 @@ def warm_up(session: SparkSession) -> None:
     except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
         return
     session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()
+
+
+# -- incremental runs (increments.py)
+
+def classify_increment(
+    spark: SparkSession | Callable[[], SparkSession],
+    store: DeltaStore,
+    catalog: Catalog,
+    tables: Sequence[MessageTable],
+    landing: str,
+    day: dt.date,
+    *,
+    strict: bool = False,
+    ingested_at: dt.datetime | None = None,
+    local_bytes: int = 0,
+    layout: str = "day",
+    progress=lambda message: None,
+) -> PartitionResult:
+    """Classify what landed for `day` since its last run and append it to the tables: new files
+    and the new complete lines of JSON lines files that grew (increments.py). A day without a
+    recorded run, or whose files changed otherwise, gets a full run (classify_partition), and
+    the result says why (`fallback`). The quality results and `stored` are the day's, over all
+    its increments; `tables` counts the rows this increment added."""
+    clock = time.perf_counter()
+    ledger = increments.load(store.root, day)
+    listing = list_day(landing, day, layout)
+    pending = next((i for i in ledger["increments"] if not i["done"]), None) if ledger else None
+    why = "no run of the day is recorded" if ledger is None else None
+    pieces, reads = [], {}
+    if ledger is not None and pending is None:
+        pieces, reads, why = increments.plan(ledger, listing.files)
+    if why is not None:
+        progress(f"{day}: a full run instead of an increment: {why}")
+        result = classify_partition(spark, store, catalog, tables, landing, day, strict=strict, ingested_at=ingested_at,
+                                    local_bytes=local_bytes, layout=layout, progress=progress)
+        result.kind, result.fallback = "full", why
+        result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
+        return result
+    ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], None, strict,
+                storage=uris.storage_environment())
+    if pending is not None:  # a run stopped before it finished: its very pieces again
+        progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
+        entry = pending
+        pieces = [increments.from_json(p) for p in entry["pieces"]]
+    elif pieces:
+        entry = {"n": len(ledger["increments"]) + 1, "kind": "incremental", "run": plan.run, "reads": reads,
+                 "pieces": [increments.as_json(p) for p in pieces], "done": False}
+        ledger["increments"].append(entry)
+        increments.save(store.root, day, ledger)  # before any commit: a stopped run is finished from here
+    seconds = {"listing": time.perf_counter() - clock}
+    result = PartitionResult(partition=day.isoformat(), records=0)
+    result.kind = "incremental"
+    result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
+    result.read = {"files": len({p.path for p in pieces}), "bytes": increments.landed_bytes(pieces)}
+    if pieces:
+        size = increments.landed_bytes(pieces)
+        local = size <= local_bytes
+        session = None if local else (spark if is_session(spark) else spark())
+        tasks = pack([((p.end - p.start) if p.end >= 0 else p.size, p) for p in pieces],
+                     (os.cpu_count() or 2) if local else _parallelism(session))
+        progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
+        names = [t.name for t in tables] + [DEADLETTER_TABLE]
+        recovery.recover_day(store, day, names, replace=False, progress=progress)
+        with recovery.recorded(store.root, plan.run, day, kind="run"):
+            try:
+                clock = time.perf_counter()
+                summaries = execute(plan, tasks, session)
+                seconds["job"] = time.perf_counter() - clock
+                clock = time.perf_counter()
+                _append(store, plan, tables, summaries, increments.app_id(day, ledger["epoch"]), entry["n"], result)
+                entry.update(increments.totals(summaries), done=True)
+                increments.save(store.root, day, ledger)
+                seconds["commits"] = time.perf_counter() - clock
+            finally:
+                recovery.remove_orphans(store, plan.run, day, names)
+        result.records = entry["records"]
+        result.tasks = len(tasks)
+    else:
+        progress(f"{day}: nothing new since the last run")
+    result.day_records = sum(i.get("records", 0) for i in ledger["increments"] if i["done"])
+    _day_quality(plan, tables, ledger, result)
+    result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+    return result
+
+
+def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], app: str, n: int,
+            result: PartitionResult) -> None:
+    """One Delta append per table the increment fed (dead letters included), each carrying the
+    increment as application transaction `app` version `n`: a table whose log has it already
+    (a stopped run committed it) is not appended to again."""
+    day = plan.day
+    written: dict[str, list] = {}
+    for s in summaries:
+        for name, files in s["files"].items():
+            written.setdefault(name, []).extend(files)
+        for name, count in s["rows"].items():
+            result.rows_added[name] = result.rows_added.get(name, 0) + count
+        for reason, count in s["deadletter"].items():
+            result.deadletter[reason] = result.deadletter.get(reason, 0) + count
+        for path, count in s["per_file"].items():
+            result.files[path] = result.files.get(path, 0) + count
+    fed = [t for t in tables if t.name in written]
+    sync_message_tables(store, fed)
+    if DEADLETTER_TABLE in written:
+        _ensure_deadletter(store)
+
+    def append(name: str) -> tuple[str, int | None]:
+        done = store.transaction_version(name, app)
+        if done is not None and done >= n:
+            store.remove_uncommitted(plan.run, day, [name])  # this run's copy of rows the log has
+            return name, None
+        return name, store.append_partition(name, written[name], PARTITION_COLUMN, day, transaction=(app, n))
+
+    with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(written), 1))) as pool:
+        for name, version in pool.map(append, list(written)):
+            if version is not None:
+                result.versions[name] = version
+    for table in fed:
+        result.written.append(table.name)
+        result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
+        result.stored[table.name] = store.partition_rows(table.name, PARTITION_COLUMN, day)
+    if DEADLETTER_TABLE in written:
+        result.written.append(DEADLETTER_TABLE)
+        result.stored[DEADLETTER_TABLE] = store.partition_rows(DEADLETTER_TABLE, PARTITION_COLUMN, day)
+
+
+def _day_quality(plan: Plan, tables: Sequence[MessageTable], ledger: dict, result: PartitionResult) -> None:
+    """Each table's expectations over the whole day: the tallies of all its increments merged."""
+    tallies: dict[str, list] = {}
+    for increment in ledger["increments"]:
+        if increment["done"]:
+            for name, found in increment.get("tallies", {}).items():
+                tallies.setdefault(name, []).extend(found)
+    for table in tables:
+        if table.name in tallies and table.name in result.written:
+            expectations = suite_expectations(table, plan.strict)
+            counts, types, rejected = merge_tallies(tallies[table.name], len(expectations))
+            result.quality[table.name] = TableQuality(table, results(expectations, counts),
+                                                      [types.evaluated, types.missing, types.unexpected, types.examples],
+                                                      rejected)

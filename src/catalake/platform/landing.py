@@ -429,10 +429,14 @@ def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None)
             pieces += [(p.end - p.start, p) for p in cut(f, target)]
         else:
             pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
-    count = max(count, -(-total // target)) if total else 1
-    tasks: list[list[Piece]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for size, piece in sorted(pieces, key=lambda p: -p[0]):  # largest first, into the lightest task
+    return pack(pieces, max(count, -(-total // target)) if total else 1)
+
+
+def pack(pieces: list[tuple[int, Piece]], count: int) -> list[list[Piece]]:
+    """(size, piece)s into at most `count` tasks of even size: largest first, into the lightest."""
+    tasks: list[list[Piece]] = [[] for _ in range(max(count, 1))]
+    loads = [0] * len(tasks)
+    for size, piece in sorted(pieces, key=lambda p: -p[0]):
         i = loads.index(min(loads))
         tasks[i].append(piece)
         loads[i] += size

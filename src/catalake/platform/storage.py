@@ -41,7 +41,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
@@ -364,7 +364,7 @@ class PartFiles:
 
 
 def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
-            table: DeltaTable | None = None) -> tuple[int, DeltaTable]:
+            table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable]:
     """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
     returns the table's new version and the table as loaded at it (or later). `table`: the
     table as just loaded (on object storage each load is several requests)."""
@@ -399,7 +399,9 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
                 schema=table.schema(),
                 partition_by=partition_by or None,
                 partition_filters=filters,
-                commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit}),
+                commit_properties=CommitProperties(
+                    custom_metadata={COMMIT_KEY: commit},
+                    app_transactions=[Transaction(*transaction)] if transaction else None),
             )
             version = _committed_version(table, commit)
             if overwrite and replace:
@@ -647,18 +649,25 @@ class DeltaStore:
         return Committed(version, _snapshot_rows(table, column, value))
 
     def append_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
-                         keep_on_failure: bool = False) -> int:
+                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> int:
         """Add Parquet files already written into partition `column=value` (PartFiles) to a
         table, in one Delta commit, keeping the rows there. The files are removed when the commit
-        fails, unless `keep_on_failure`. Returns the new version."""
+        fails, unless `keep_on_failure`. `transaction`: (application id, version), recorded in
+        the same commit (Delta's idempotent writes; transaction_version). Returns the new version."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
-            return _commit(path, written, [column], None, overwrite=False)[0]
+            return _commit(path, written, [column], None, overwrite=False, transaction=transaction)[0]
         except BaseException:
             if not keep_on_failure:
                 _remove_files(path, written)
             raise
+
+    def transaction_version(self, name: str, app_id: str) -> int | None:
+        """The last version of application transaction `app_id` committed to a table, or None."""
+        if not self.exists(name):
+            return None
+        return self._table(name).transaction_version(app_id)
 
     def remove_uncommitted(self, run: str, day, names: Sequence[str], keep: Iterable[str] = ()) -> None:
         """Remove the files run `run` wrote into partition `day` of these tables that no commit

@@ -1,0 +1,209 @@
+"""What the runs of a day have read: the ledger incremental runs go on from (issue 28).
+
+`<warehouse>/_catalake/increments/<day>.json` holds the day's `epoch` (the full run the ledger
+starts from) and its increments in order, each with what it read of every file: the byte it read
+up to (`end`), the line the next read starts at, whether it ended at a line break, a fingerprint
+of what it read (its size, its first and last 4 KiB), the pieces it was made of, and its counts
+and quality tallies. A full run of the day starts a new ledger (one increment: every file whole).
+
+An incremental run (classify.classify_increment) reads only what no increment read: new files,
+and the new complete lines of a JSON lines file that only grew. A file that disappeared, shrank,
+changed within what was read, grew after a last line without its line break, or grew while not
+being JSON lines, cannot be continued: the run is a full run of the day instead, and says why.
+
+Crash safety: the increment is written to the ledger (pending) before any table is committed;
+each table's append carries the Delta application transaction (`catalake:<day>:<epoch>`, the
+increment's number), so a run that finds a pending increment reads its very pieces again and
+commits only the tables whose log does not have it yet: no range is ever committed twice, none
+is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+
+from pyarrow import fs as pafs
+
+from . import formats
+from .landing import BLOCK, Landed, Piece, _open
+from .storage import filesystem_of
+
+LEDGER_DIR = "_catalake/increments"
+SAMPLE = 4096
+
+
+def _path(root: str, day: dt.date) -> tuple[pafs.FileSystem, str]:
+    filesystem, base = filesystem_of(root)
+    return filesystem, f"{base}/{LEDGER_DIR}/{day.isoformat()}.json"
+
+
+def load(root: str, day: dt.date) -> dict | None:
+    filesystem, path = _path(root, day)
+    try:
+        with filesystem.open_input_stream(path) as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return None
+
+
+def save(root: str, day: dt.date, ledger: dict) -> None:
+    """The ledger written whole (one PUT on object storage; a local file replaced atomically)."""
+    filesystem, path = _path(root, day)
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        with filesystem.open_output_stream(path + ".tmp") as out:
+            out.write(json.dumps(ledger).encode())
+        filesystem.move(path + ".tmp", path)
+    else:
+        with filesystem.open_output_stream(path) as out:
+            out.write(json.dumps(ledger).encode())
+
+
+def forget(root: str, day: dt.date) -> None:
+    """The day is read anew (a full or subset run): no increment goes on from the old ledger."""
+    filesystem, path = _path(root, day)
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_file(path)
+
+
+def app_id(day: dt.date, epoch: str) -> str:
+    """The Delta application transaction id of the day's increments since full run `epoch`."""
+    return f"catalake:{day.isoformat()}:{epoch}"
+
+
+def fingerprint(path: str, end: int) -> str:
+    """What a read of [0, end) saw, in two small reads: its size, first and last 4 KiB."""
+    digest = hashlib.sha256(str(end).encode())
+    with _open(path) as f:
+        digest.update(f.read(min(SAMPLE, end)))
+        f.seek(max(0, end - SAMPLE))
+        digest.update(f.read(end - max(0, end - SAMPLE)))
+    return digest.hexdigest()
+
+
+def ends_at_newline(path: str, end: int) -> bool:
+    if end == 0:
+        return True
+    with _open(path) as f:
+        f.seek(end - 1)
+        return f.read(1) == b"\n"
+
+
+def last_line_end(path: str, start: int, size: int) -> int:
+    """The byte after the last line break in [start, size), or `start` when there is none (a
+    line still being written is left for a later run)."""
+    at = size
+    with _open(path) as f:
+        while at > start:
+            begin = max(start, at - BLOCK)
+            f.seek(begin)
+            block = f.read(at - begin)
+            found = block.rfind(b"\n")
+            if found >= 0:
+                return begin + found + 1
+            at = begin
+    return start
+
+
+def count_lines(path: str, start: int, end: int) -> int:
+    count = 0
+    with _open(path) as f:
+        f.seek(start)
+        remaining = end - start
+        while remaining > 0:
+            block = f.read(min(BLOCK, remaining))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count
+
+
+def is_lines(path: str) -> bool:
+    from .landing import head_of
+
+    return formats.sniff(head_of(path), path.rsplit("/", 1)[-1]) == "lines"
+
+
+def record_full(root: str, day: dt.date, run: str, files: list[Landed], summaries: list[dict]) -> None:
+    """A new ledger after a full run of the day: every file read whole, as listed."""
+    reads = {f.path: {"end": f.size, "line": None, "newline": ends_at_newline(f.path, f.size),
+                      "fingerprint": fingerprint(f.path, f.size)} for f in files}
+    save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
+        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **totals(summaries)}]})
+
+
+def totals(summaries: list[dict]) -> dict:
+    """What an increment's tasks read and wrote, kept to merge the day's counts and quality."""
+    out: dict = {"records": 0, "rows": {}, "deadletter": {}, "tallies": {}}
+    for s in summaries:
+        out["records"] += s["records"]
+        for name, n in s["rows"].items():
+            out["rows"][name] = out["rows"].get(name, 0) + n
+        for reason, n in s["deadletter"].items():
+            out["deadletter"][reason] = out["deadletter"].get(reason, 0) + n
+        for name, tally in s["tallies"].items():
+            out["tallies"].setdefault(name, []).append(tally)
+    return out
+
+
+def state(ledger: dict) -> dict[str, dict]:
+    """Per file, what the day's increments read of it (the last read wins)."""
+    out: dict[str, dict] = {}
+    for increment in ledger["increments"]:
+        out.update(increment["reads"])
+    return out
+
+
+def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict], str | None]:
+    """(pieces to read, what they read per file, None) for an increment; or ([], {}, why) when
+    the day cannot be continued and needs a full run."""
+    read = state(ledger)
+    landed = {f.path: f for f in files}
+    for path, before in read.items():
+        now = landed.get(path)
+        if now is None:
+            return [], {}, f"{path}: read before, gone now"
+        if now.size < before["end"]:
+            return [], {}, f"{path}: {now.size} bytes, {before['end']} read before"
+        if fingerprint(path, before["end"]) != before["fingerprint"]:
+            return [], {}, f"{path}: changed within the {before['end']} bytes read before"
+        if now.size > before["end"] and not before["newline"]:
+            return [], {}, f"{path}: grew after a last line without its line break"
+        if now.size > before["end"] and not is_lines(path):
+            return [], {}, f"{path}: grew, and only JSON lines files are read on from where they were"
+    pieces, reads = [], {}
+    for f in files:
+        before = read.get(f.path)
+        start = before["end"] if before else 0
+        if before is not None and f.size == start:
+            continue
+        if before is None and not is_lines(f.path):  # read whole, as a full run reads it
+            pieces.append(Piece(f.path, size=f.size, fields=f.fields))
+            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size)}
+            continue
+        end = last_line_end(f.path, start, f.size)
+        if end == start:
+            continue  # only an unfinished line: the next run's
+        line = (before["line"] if before and before["line"] is not None else 1 + count_lines(f.path, 0, start)) if start else 1
+        pieces.append(Piece(f.path, start, end, line, kind="lines", fields=f.fields))
+        reads[f.path] = {"end": end, "line": line + count_lines(f.path, start, end), "newline": True,
+                         "fingerprint": fingerprint(f.path, end)}
+    return pieces, reads, None
+
+
+def as_json(piece: Piece) -> list:
+    return [piece.path, piece.start, piece.end, piece.first_line, piece.size, piece.kind, [list(f) for f in piece.fields]]
+
+
+def from_json(row: list) -> Piece:
+    path, start, end, first, size, kind, fields = row
+    return Piece(path, start, end, first, size, kind, tuple(tuple(f) for f in fields))
+
+
+def landed_bytes(pieces: list[Piece]) -> int:
+    return sum((p.end - p.start) if p.end >= 0 else p.size for p in pieces)
+

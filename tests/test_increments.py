@@ -1,0 +1,240 @@
+"""Fresh tables (issue 28): incremental runs of a day read only what landed since the last run,
+append it exactly once, and leave the tables a full run of the final day gives.
+
+Days run in local processes (no JVM) into real Delta tables, read back with delta-rs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from catalake.demo.generate import day_records
+from catalake.platform import increments
+from catalake.platform.catalog import load_catalog
+from catalake.platform.classify import classify_increment, classify_partition, conservation
+from catalake.platform.deadletter import DEADLETTER_TABLE
+from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.storage import DeltaStore
+
+from conftest import DEMO_CATALOG, REPO
+
+DAY = dt.date(2026, 11, 21)
+
+
+def no_spark():
+    raise AssertionError("small increments must not start Spark")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    catalog = load_catalog([DEMO_CATALOG])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG])
+    return catalog, tables
+
+
+def lines(records) -> list[str]:
+    return [r if isinstance(r, str) else json.dumps(r, separators=(",", ":")) for r in records]
+
+
+def store_for(path: Path, tables) -> DeltaStore:
+    store = DeltaStore(no_spark, path, "delta-rs", master="local[2]")
+    sync_message_tables(store, tables)
+    return store
+
+
+def increment(store, demo, landing: Path):
+    catalog, tables = demo
+    result = classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+    ok, counts = conservation(store, tables, DAY, result.records_of_day, result.stored)
+    assert ok, counts
+    return result
+
+
+def hashes(store: DeltaStore, tables) -> dict[str, list[str]]:
+    """Per table, the sorted hashes of the day's rows, `ingested_at` left out."""
+    out = {}
+    for name in [t.name for t in tables] + [DEADLETTER_TABLE]:
+        if not store.exists(name):
+            continue
+        rows = DeltaTable(store.path(name)).to_pyarrow_table().drop_columns(["ingested_at"]).to_pylist()
+        out[name] = sorted(hashlib.sha256(json.dumps(r, sort_keys=True, default=str).encode()).hexdigest()
+                           for r in rows if r["event_date"] == DAY)
+    return {k: v for k, v in out.items() if v}
+
+
+def test_a_day_landing_in_five_steps_equals_one_full_run(tmp_path, demo):
+    """New files, a file that grows, a last line landed half and completed later, a new file in
+    a subfolder: after each step an increment; at the end the tables of one full run."""
+    _, tables = demo
+    files = day_records(DAY, 12)
+    http, kafka = lines(files["rides-http.jsonl"]), lines(files["rides-kafka.jsonl"])
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    store = store_for(tmp_path / "warehouse", tables)
+    kinds = []
+
+    (folder / "rides-http.jsonl").write_text("\n".join(http[:10]) + "\n")  # 1: a first file
+    (folder / "battery-batch.json").write_text(json.dumps(files["battery-batch.json"]))
+    first = increment(store, demo, tmp_path / "landing")
+    kinds.append((first.kind, first.fallback))
+    assert first.records == 10 + len(files["battery-batch.json"])
+
+    with open(folder / "rides-http.jsonl", "a") as f:  # 2: it grows; a new file
+        f.write("\n".join(http[10:20]) + "\n")
+    (folder / "rides-kafka.jsonl").write_text("\n".join(kafka) + "\n")
+    second = increment(store, demo, tmp_path / "landing")
+    kinds.append((second.kind, second.fallback))
+    assert second.records == 10 + len(kafka) and second.read["files"] == 2
+
+    half = http[20][: len(http[20]) // 2]  # 3: a line landed half
+    with open(folder / "rides-http.jsonl", "a") as f:
+        f.write(half)
+    third = increment(store, demo, tmp_path / "landing")
+    kinds.append((third.kind, third.fallback))
+    assert third.records == 0 and not third.fallback  # nothing complete landed: nothing read
+
+    with open(folder / "rides-http.jsonl", "a") as f:  # 4: the line completed, more lines
+        f.write(http[20][len(half):] + "\n" + "\n".join(http[21:]) + "\n")
+    with gzip.open(folder / "docks-mqtt.jsonl.gz", "wt") as f:
+        f.write("\n".join(lines(files["docks-mqtt.jsonl.gz"])) + "\n")
+    fourth = increment(store, demo, tmp_path / "landing")
+    kinds.append((fourth.kind, fourth.fallback))
+    assert fourth.records == len(http) - 20 + len(files["docks-mqtt.jsonl.gz"])
+
+    (folder / "late").mkdir()  # 5: a file in a subfolder
+    (folder / "late" / "more.jsonl").write_text("\n".join(http[:3]) + "\n")
+    fifth = increment(store, demo, tmp_path / "landing")
+    kinds.append((fifth.kind, fifth.fallback))
+    assert fifth.records == 3
+    assert kinds == [("full", "no run of the day is recorded")] + [("incremental", None)] * 4
+    assert increment(store, demo, tmp_path / "landing").records == 0  # nothing new: nothing appended
+
+    # the quality results are the day's: merged over the increments, as a full run counts them
+    full_store = store_for(tmp_path / "full", tables)
+    catalog, _ = demo
+    full = classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+    assert hashes(store, tables) == hashes(full_store, tables)
+    assert fifth.records_of_day == full.records
+    ended = "messages/bikeshare_rides__rideended"
+    assert [(r.success, r.element_count, r.unexpected_count) for r in fifth.quality[ended].results] == \
+        [(r.success, r.element_count, r.unexpected_count) for r in full.quality[ended].results]
+
+
+def test_a_file_changed_otherwise_gets_a_full_run(tmp_path, demo):
+    _, tables = demo
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    http = lines(day_records(DAY, 12)["rides-http.jsonl"])
+    (folder / "a.jsonl").write_text("\n".join(http[:10]) + "\n")
+    store = store_for(tmp_path / "warehouse", tables)
+    increment(store, demo, tmp_path / "landing")
+    (folder / "a.jsonl").write_text("\n".join(reversed(http[:12])) + "\n")  # rewritten, not appended
+    result = increment(store, demo, tmp_path / "landing")
+    assert result.kind == "full" and "changed within the" in result.fallback and result.records == 12
+    os.remove(folder / "a.jsonl")
+    result = increment(store, demo, tmp_path / "landing")
+    assert result.kind == "full" and "gone now" in result.fallback and result.records == 0
+
+
+KILLED = """
+import os, sys, datetime as dt
+from catalake.platform import storage
+from catalake.platform.catalog import load_catalog
+from catalake.platform.classify import classify_increment
+from catalake.platform.message_table import message_tables
+
+real, calls = storage.DeltaStore.append_partition, []
+def append_then_die(self, *args, **kwargs):  # the process is killed right after its first append
+    version = real(self, *args, **kwargs)
+    os._exit(137)
+storage.DeltaStore.append_partition = append_then_die
+
+catalog = load_catalog([sys.argv[1]])
+tables, _ = message_tables(catalog, [sys.argv[1]])
+store = storage.DeltaStore(lambda: None, sys.argv[2], "delta-rs", master="local[2]")
+classify_increment(lambda: None, store, catalog, tables, sys.argv[3], dt.date(2026, 11, 21), local_bytes=1 << 30)
+"""
+
+
+def test_a_killed_increment_is_finished_by_the_next_run_without_duplicates_or_orphans(tmp_path, demo):
+    _, tables = demo
+    files = day_records(DAY, 12)
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    http = lines(files["rides-http.jsonl"])
+    (folder / "rides-http.jsonl").write_text("\n".join(http[:5]) + "\n")
+    store = store_for(tmp_path / "warehouse", tables)
+    increment(store, demo, tmp_path / "landing")
+    with open(folder / "rides-http.jsonl", "a") as f:
+        f.write("\n".join(http[5:]) + "\n")
+    (folder / "rides-kafka.jsonl").write_text("\n".join(lines(files["rides-kafka.jsonl"])) + "\n")
+    killed = subprocess.run([sys.executable, "-c", KILLED, str(DEMO_CATALOG), str(tmp_path / "warehouse"),
+                             str(tmp_path / "landing")], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    ledger = increments.load(store.root, DAY)
+    assert [i["done"] for i in ledger["increments"]] == [True, False]  # stopped between its commits
+
+    finished = increment(store, demo, tmp_path / "landing")
+    assert finished.kind == "incremental" and finished.records == len(http) - 5 + len(files["rides-kafka.jsonl"])
+    assert increment(store, demo, tmp_path / "landing").records == 0
+    full_store = store_for(tmp_path / "full", tables)
+    catalog, _ = demo
+    classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+    assert hashes(store, tables) == hashes(full_store, tables)
+    # no orphan: every Parquet file in a partition folder is one the table's log holds
+    for name in hashes(store, tables):
+        live = {os.path.basename(u) for u in DeltaTable(store.path(name)).file_uris()}
+        found = {p.name for p in Path(store.path(name)).glob(f"event_date={DAY}/*.parquet")}
+        assert found == live, name
+
+
+def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys):
+    """`catalake run --incremental`: the run is tagged, the materializations say what was added
+    and what the partition holds, the conservation check counts the whole day."""
+    from dagster import DagsterInstance
+
+    from catalake.cli import main
+
+    files = day_records(DAY, 12)
+    http = lines(files["rides-http.jsonl"])
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "rides-http.jsonl").write_text("\n".join(http[:10]) + "\n")
+    for key, value in {"CATALAKE_LANDING": str(tmp_path / "landing"), "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"),
+                       "DAGSTER_HOME": str(tmp_path / "dagster"), "CATALAKE_START_DATE": "2026-11-20"}.items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "dagster").mkdir()
+    assert main(["run", "--date", DAY.isoformat(), "--incremental", "--json", "--no-analytics"]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (first["kind"], first["fallback"], first["records"]) == ("full", "no run of the day is recorded", 10)
+    with open(folder / "rides-http.jsonl", "a") as f:
+        f.write("\n".join(http[10:]) + "\n")
+    assert main(["run", "--date", DAY.isoformat(), "--incremental", "--json", "--no-analytics"]) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (second["kind"], second["records"], second["records_of_day"]) == ("incremental", len(http) - 10, len(http))
+    assert second["read"]["files"] == 1 and second["read"]["bytes"] > 0
+
+    from dagster import AssetCheckKey, AssetKey
+
+    with DagsterInstance.get() as instance:
+        started = [k for k in instance.get_asset_keys() if k.path[-1].endswith("rides.RideStarted")][0]
+        latest = instance.get_latest_materialization_event(started).asset_materialization.metadata
+        assert latest["run_kind"].value == "incremental"
+        total = DeltaTable(str(tmp_path / "warehouse" / "messages" / "bikeshare_rides__ridestarted")).to_pyarrow_table().num_rows
+        assert latest["dagster/partition_row_count"].value == total > latest["rows_added"].value > 0
+        dead = instance.get_latest_materialization_event(AssetKey("deadletter")).asset_materialization.metadata
+        assert dead["run_kind"].value == "incremental" and dead["records_read_day"].value == len(http)
+        runs = instance.get_runs()
+        assert runs[0].tags.get("catalake/incremental") == "true"
+        check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [AssetCheckKey(AssetKey("deadletter"), "conservation")])
+        assert list(check.values())[0].status.value == "SUCCEEDED"
