@@ -26,6 +26,7 @@ from catalake.platform.classify import classify_increment, classify_partition, c
 from catalake.platform.config import DOCS_INDEX, Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.message_table import message_tables
+from catalake.platform.storage import PARTITION_COLUMN
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -189,17 +190,24 @@ def build_events_asset(settings: Settings):
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
 
 
+def partition_rows(store, name: str, day: dt.date, result) -> int:
+    """The day's rows in a table after the run: from the run's commit, else from the log."""
+    rows = result.stored.get(name)
+    return rows if rows is not None else store.partition_rows(name, PARTITION_COLUMN, day)
+
+
 def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> None:
     """A materialization of every table the run wrote (the day feeds it, or fed it before).
     Logged as events rather than yielded as outputs: Dagster checks every yielded output against
     all the others (quadratic in the number of tables; 80 s for 1,000 of them,
     benchmarks/RESULTS.md)."""
+    day = dt.date.fromisoformat(context.partition_key)
     for table in written:
         context.log_event(AssetMaterialization(
             asset_key=key_of[table.name],
             partition=context.partition_key,
             metadata={
-                "dagster/partition_row_count": (result.stored.get(table.name) or 0) if result.kind == "incremental"
+                "dagster/partition_row_count": partition_rows(store, table.name, day, result) if result.kind == "incremental"
                 else result.tables.get(table.message.xid, 0),
                 "path": MetadataValue.path(store.path(table.name)),
                 **({"delta_version": result.versions[table.name]} if table.name in result.versions else {}),

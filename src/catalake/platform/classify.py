@@ -420,7 +420,10 @@ def classify_increment(
                 entry.update(increments.totals(summaries), done=True)
                 increments.save(store.root, day, ledger)
                 seconds["commits"] = time.perf_counter() - clock
-            finally:
+            except BaseException:
+                recovery.remove_orphans(store, plan.run, day, names)
+                raise
+            if session is not None:  # files of failed or duplicate Spark task attempts (local tasks run once)
                 recovery.remove_orphans(store, plan.run, day, names)
         result.records = entry["records"]
         result.tasks = len(tasks)
@@ -453,7 +456,7 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
     if DEADLETTER_TABLE in written:
         _ensure_deadletter(store)
 
-    def append(name: str) -> tuple[str, int | None]:
+    def append(name: str):
         done = store.transaction_version(name, app)
         if done is not None and done >= n:
             store.remove_uncommitted(plan.run, day, [name])  # this run's copy of rows the log has
@@ -461,16 +464,15 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
         return name, store.append_partition(name, written[name], PARTITION_COLUMN, day, transaction=(app, n))
 
     with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(written), 1))) as pool:
-        for name, version in pool.map(append, list(written)):
-            if version is not None:
-                result.versions[name] = version
+        for name, committed in pool.map(append, list(written)):
+            if committed is not None:
+                result.versions[name] = committed.version
+            result.stored[name] = committed.rows if committed is not None else None  # None: counted from the log
     for table in fed:
         result.written.append(table.name)
         result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
-        result.stored[table.name] = store.partition_rows(table.name, PARTITION_COLUMN, day)
     if DEADLETTER_TABLE in written:
         result.written.append(DEADLETTER_TABLE)
-        result.stored[DEADLETTER_TABLE] = store.partition_rows(DEADLETTER_TABLE, PARTITION_COLUMN, day)
 
 
 def _day_quality(plan: Plan, tables: Sequence[MessageTable], ledger: dict, result: PartitionResult) -> None:

@@ -409,11 +409,20 @@ def _commit(root: str, files: list[_WrittenFile], partition_by: list[str], repla
             return version, table
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
-            # made again on the new snapshot, so the partition holds exactly these files
+            # made again on the new snapshot, so the partition holds exactly these files; an
+            # append of a transaction another writer committed meanwhile is not made again
+            if transaction is not None:
+                done = DeltaTable(root, storage_options=uris.delta_options(root)).transaction_version(transaction[0])
+                if done is not None and done >= transaction[1]:
+                    raise AlreadyCommitted(f"{root}: transaction {transaction[0]} {transaction[1]} is committed") from None
             if attempt + 1 == COMMIT_ATTEMPTS:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+class AlreadyCommitted(StorageError):
+    """An append whose application transaction another writer committed first."""
 
 
 # --------------------------------------------------------------------------- the store
@@ -543,16 +552,22 @@ class DeltaStore:
             builder.execute()
         else:
             arrow_schema = _arrow_schema(schema)
-            create_table_with_add_actions(
-                path,
-                DeltaSchema.from_arrow(arrow_schema),
-                [],
-                mode="error",
-                partition_by=list(partition_by) or None,
-                name=name.replace("/", "."),
-                description=description,
-                storage_options=self.options,
-            )
+            try:
+                create_table_with_add_actions(
+                    path,
+                    DeltaSchema.from_arrow(arrow_schema),
+                    [],
+                    mode="error",
+                    partition_by=list(partition_by) or None,
+                    name=name.replace("/", "."),
+                    description=description,
+                    storage_options=self.options,
+                )
+            except Exception:  # noqa: BLE001 - another run of the day created it first: checked as above
+                self._forget(name)
+                if not self.exists(name):
+                    raise
+                return self.create(name, schema, partition_by, description)
         return True
 
     def add_columns(self, name: str, schema: StructType) -> None:
@@ -649,15 +664,21 @@ class DeltaStore:
         return Committed(version, _snapshot_rows(table, column, value))
 
     def append_partition(self, name: str, files: Sequence[Sequence], column: str, value, *,
-                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> int:
+                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> "Committed | None":
         """Add Parquet files already written into partition `column=value` (PartFiles) to a
         table, in one Delta commit, keeping the rows there. The files are removed when the commit
         fails, unless `keep_on_failure`. `transaction`: (application id, version), recorded in
-        the same commit (Delta's idempotent writes; transaction_version). Returns the new version."""
+        the same commit (Delta's idempotent writes; transaction_version). Returns the new version
+        and the partition's rows as loaded after the commit, or None when another writer committed
+        that transaction first (this one's files removed)."""
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
-            return _commit(path, written, [column], None, overwrite=False, transaction=transaction)[0]
+            version, table = _commit(path, written, [column], None, overwrite=False, transaction=transaction)
+            return Committed(version, _snapshot_rows(table, column, value))
+        except AlreadyCommitted:
+            _remove_files(path, written)  # the rows are in the table: another run's copy of them
+            return None
         except BaseException:
             if not keep_on_failure:
                 _remove_files(path, written)
