@@ -440,7 +440,6 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
     """One Delta append per table the increment fed (dead letters included), each carrying the
     increment as application transaction `app` version `n`: a table whose log has it already
     (a stopped run committed it) is not appended to again."""
-    day = plan.day
     written: dict[str, list] = {}
     for s in summaries:
         for name, files in s["files"].items():
@@ -452,9 +451,20 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
         for path, count in s["per_file"].items():
             result.files[path] = result.files.get(path, 0) + count
     fed = [t for t in tables if t.name in written]
-    sync_message_tables(store, fed)
+    with store.loaded_once():  # each table's log loaded once for the sync, the check and the append
+        sync_message_tables(store, fed)
+        if DEADLETTER_TABLE in written:
+            _ensure_deadletter(store)
+        _append_each(store, plan, written, app, n, result)
+    for table in fed:
+        result.written.append(table.name)
+        result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
     if DEADLETTER_TABLE in written:
-        _ensure_deadletter(store)
+        result.written.append(DEADLETTER_TABLE)
+
+
+def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult) -> None:
+    day = plan.day
 
     def append(name: str):
         done = store.transaction_version(name, app)
@@ -468,11 +478,6 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
             if committed is not None:
                 result.versions[name] = committed.version
             result.stored[name] = committed.rows if committed is not None else None  # None: counted from the log
-    for table in fed:
-        result.written.append(table.name)
-        result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
-    if DEADLETTER_TABLE in written:
-        result.written.append(DEADLETTER_TABLE)
 
 
 def _day_quality(plan: Plan, tables: Sequence[MessageTable], ledger: dict, result: PartitionResult) -> None:

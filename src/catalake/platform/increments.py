@@ -9,7 +9,9 @@ and quality tallies. A full run of the day starts a new ledger (one increment: e
 An incremental run (classify.classify_increment) reads only what no increment read: new files,
 and the new complete lines of a JSON lines file that only grew. A file that disappeared, shrank,
 changed within what was read, grew after a last line without its line break, or grew while not
-being JSON lines, cannot be continued: the run is a full run of the day instead, and says why.
+being JSON lines, cannot be continued: the run is a full run of the day instead, and says why. A
+file listed with the size and modification time it was read at is taken as unchanged without
+reading it (on object storage, no request per file already read).
 
 Crash safety: the increment is written to the ledger (pending) before any table is committed;
 each table's append carries the Delta application transaction (`catalake:<day>:<epoch>`, the
@@ -131,7 +133,7 @@ def is_lines(path: str) -> bool:
 def record_full(root: str, day: dt.date, run: str, files: list[Landed], summaries: list[dict]) -> None:
     """A new ledger after a full run of the day: every file read whole, as listed."""
     reads = {f.path: {"end": f.size, "line": None, "newline": ends_at_newline(f.path, f.size),
-                      "fingerprint": fingerprint(f.path, f.size)} for f in files}
+                      "fingerprint": fingerprint(f.path, f.size), "modified": f.modified_ns} for f in files}
     save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
         {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **totals(summaries)}]})
 
@@ -169,6 +171,8 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
             return [], {}, f"{path}: read before, gone now"
         if now.size < before["end"]:
             return [], {}, f"{path}: {now.size} bytes, {before['end']} read before"
+        if now.size == before["end"] and now.modified_ns and now.modified_ns == before.get("modified"):
+            continue  # not written to since it was read (no request on object storage)
         if fingerprint(path, before["end"]) != before["fingerprint"]:
             return [], {}, f"{path}: changed within the {before['end']} bytes read before"
         if now.size > before["end"] and not before["newline"]:
@@ -183,7 +187,8 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
             continue
         if before is None and not is_lines(f.path):  # read whole, as a full run reads it
             pieces.append(Piece(f.path, size=f.size, fields=f.fields))
-            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size)}
+            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size),
+                             "modified": f.modified_ns}
             continue
         end = last_line_end(f.path, start, f.size)
         if end == start:
@@ -191,7 +196,7 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
         line = (before["line"] if before and before["line"] is not None else 1 + count_lines(f.path, 0, start)) if start else 1
         pieces.append(Piece(f.path, start, end, line, kind="lines", fields=f.fields))
         reads[f.path] = {"end": end, "line": line + count_lines(f.path, start, end), "newline": True,
-                         "fingerprint": fingerprint(f.path, end)}
+                         "fingerprint": fingerprint(f.path, end), "modified": f.modified_ns if end == f.size else None}
     return pieces, reads, None
 
 

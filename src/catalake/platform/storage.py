@@ -674,7 +674,8 @@ class DeltaStore:
         written = [_WrittenFile(path, size, {column: _partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
-            version, table = _commit(path, written, [column], None, overwrite=False, transaction=transaction)
+            version, table = _commit(path, written, [column], None, overwrite=False, transaction=transaction,
+                                     table=self._table(name) if self._loaded is not None else None)
             return Committed(version, _snapshot_rows(table, column, value))
         except AlreadyCommitted:
             _remove_files(path, written)  # the rows are in the table: another run's copy of them
