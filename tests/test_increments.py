@@ -234,7 +234,7 @@ def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys)
         dead = instance.get_latest_materialization_event(AssetKey("deadletter")).asset_materialization.metadata
         assert dead["run_kind"].value == "incremental" and dead["records_read_day"].value == len(http)
         runs = instance.get_runs()
-        assert runs[0].tags.get("catalake/incremental") == "true"
+        assert runs[0].tags.get("catalake/incremental") == "true" and runs[0].tags["catalake/launched_by"] == "catalake run"
         check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             [AssetCheckKey(AssetKey("deadletter"), "conservation")])
         assert list(check.values())[0].status.value == "SUCCEEDED"

@@ -213,12 +213,15 @@ def _run(args) -> int:
         _start_spark(settings)
     defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = dagster_instance()
+    # the UI shows where a run came from: these runs are launched in this process, not by the daemon
+    cli_tags = {"catalake/launched_by": "catalake run", "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
     catalog_seconds = 0.0
     if _catalog_current(instance, settings):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
         clock = time.perf_counter()
-        catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False)
+        catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False,
+                                                                              tags=cli_tags)
         if not catalog_run.success:
             print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
             return 1
@@ -229,7 +232,7 @@ def _run(args) -> int:
         from catalake.assets.events import INCREMENTAL_TAG
 
         run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False,
-                                            tags={INCREMENTAL_TAG: "true"} if args.incremental else None)
+                                            tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
         result = None
         for event in run.get_asset_materialization_events():
             materialization = event.event_specific_data.materialization
@@ -244,7 +247,7 @@ def _run(args) -> int:
             status = 1
             continue
         if not args.no_analytics:
-            analytics = defs.resolve_job_def("analytics_job").execute_in_process(
+            analytics = defs.resolve_job_def("analytics_job").execute_in_process(tags=cli_tags,
                 partition_key=day.isoformat(), instance=instance, raise_on_error=False)
             if not analytics.success:
                 print(f"{day}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
