@@ -30,7 +30,7 @@ import json
 from pyarrow import fs as pafs
 
 from . import formats
-from .landing import BLOCK, Landed, Piece, _open
+from .landing import BLOCK, Landed, Piece, _open, newlines
 from .storage import filesystem_of
 
 LEDGER_DIR = "_catalake/increments"
@@ -111,17 +111,8 @@ def last_line_end(path: str, start: int, size: int) -> int:
 
 
 def count_lines(path: str, start: int, end: int) -> int:
-    count = 0
     with _open(path) as f:
-        f.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            block = f.read(min(BLOCK, remaining))
-            if not block:
-                break
-            count += block.count(b"\n")
-            remaining -= len(block)
-    return count
+        return newlines(f, start, end)
 
 
 def is_lines(path: str) -> bool:

@@ -338,16 +338,21 @@ def _cuts(landed: Landed, split: int) -> list[Piece]:
             f.readline()  # to the end of the line the cut falls into
             end = min(f.tell(), size)
             pieces.append(Piece(path, start, end, line, kind="lines", fields=landed.fields))
-            f.seek(start)
-            remaining, count = end - start, 0
-            while remaining > 0:
-                block = f.read(min(BLOCK, remaining))
-                if not block:
-                    break
-                count += block.count(b"\n")
-                remaining -= len(block)
-            start, line = end, line + count
+            start, line = end, line + newlines(f, start, end)
     return pieces
+
+
+def newlines(f, start: int, end: int) -> int:
+    """The line breaks in bytes [start, end) of an open file, counted block by block."""
+    f.seek(start)
+    remaining, count = end - start, 0
+    while remaining > 0:
+        block = f.read(min(BLOCK, remaining))
+        if not block:
+            break
+        count += block.count(b"\n")
+        remaining -= len(block)
+    return count
 
 
 def _avro_cuts(landed: Landed, split: int) -> list[Piece]:
