@@ -26,6 +26,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import uuid
 
 from pyarrow import fs as pafs
 
@@ -56,9 +57,10 @@ def save(root: str, day: dt.date, ledger: dict) -> None:
     filesystem, path = _path(root, day)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     if isinstance(filesystem, pafs.LocalFileSystem):
-        with filesystem.open_output_stream(path + ".tmp") as out:
+        staged = f"{path}.{uuid.uuid4().hex}.tmp"  # one per writer: two runs of a day may save at once
+        with filesystem.open_output_stream(staged) as out:
             out.write(json.dumps(ledger).encode())
-        filesystem.move(path + ".tmp", path)
+        filesystem.move(staged, path)
     else:
         with filesystem.open_output_stream(path) as out:
             out.write(json.dumps(ledger).encode())

@@ -60,6 +60,12 @@ _announced: set[str] = set()
 _native_by_session: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
 
 
+# A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
+# of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
+# 0.5 s over a day of 100 increments; benchmarks/RESULTS.md)
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+
+
 class StorageError(RuntimeError):
     """A table operation that cannot be carried out as asked."""
 
@@ -549,6 +555,8 @@ class DeltaStore:
                 builder = builder.partitionedBy(*partition_by)
             if description:
                 builder = builder.comment(description)
+            for key, value in TABLE_PROPERTIES.items():
+                builder = builder.property(key, value)
             builder.execute()
         else:
             arrow_schema = _arrow_schema(schema)
@@ -561,6 +569,7 @@ class DeltaStore:
                     partition_by=list(partition_by) or None,
                     name=name.replace("/", "."),
                     description=description,
+                    configuration=TABLE_PROPERTIES,
                     storage_options=self.options,
                 )
             except Exception:  # noqa: BLE001 - another run of the day created it first: checked as above
