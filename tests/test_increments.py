@@ -145,6 +145,23 @@ def test_a_file_changed_otherwise_gets_a_full_run(tmp_path, demo):
     assert result.kind == "full" and "gone now" in result.fallback and result.records == 0
 
 
+def recorded_then_grown(tmp_path: Path, demo) -> tuple:
+    """(store, the day's records, the HTTP lines): a first run of the day over 5 lines, then the
+    file grown by the rest and a new file landed."""
+    _, tables = demo
+    files = day_records(DAY, 12)
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    http = lines(files["rides-http.jsonl"])
+    (folder / "rides-http.jsonl").write_text("\n".join(http[:5]) + "\n")
+    store = store_for(tmp_path / "warehouse", tables)
+    increment(store, demo, tmp_path / "landing")
+    with open(folder / "rides-http.jsonl", "a") as f:
+        f.write("\n".join(http[5:]) + "\n")
+    (folder / "rides-kafka.jsonl").write_text("\n".join(lines(files["rides-kafka.jsonl"])) + "\n")
+    return store, files, http
+
+
 KILLED = """
 import os, sys, datetime as dt
 from catalake.platform import storage
@@ -167,16 +184,7 @@ classify_increment(lambda: None, store, catalog, tables, sys.argv[3], dt.date(20
 
 def test_a_killed_increment_is_finished_by_the_next_run_without_duplicates_or_orphans(tmp_path, demo):
     _, tables = demo
-    files = day_records(DAY, 12)
-    folder = tmp_path / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    http = lines(files["rides-http.jsonl"])
-    (folder / "rides-http.jsonl").write_text("\n".join(http[:5]) + "\n")
-    store = store_for(tmp_path / "warehouse", tables)
-    increment(store, demo, tmp_path / "landing")
-    with open(folder / "rides-http.jsonl", "a") as f:
-        f.write("\n".join(http[5:]) + "\n")
-    (folder / "rides-kafka.jsonl").write_text("\n".join(lines(files["rides-kafka.jsonl"])) + "\n")
+    store, files, http = recorded_then_grown(tmp_path, demo)
     killed = subprocess.run([sys.executable, "-c", KILLED, str(DEMO_CATALOG), str(tmp_path / "warehouse"),
                              str(tmp_path / "landing")], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert killed.returncode == 137, killed.stderr[-2000:]
@@ -190,7 +198,11 @@ def test_a_killed_increment_is_finished_by_the_next_run_without_duplicates_or_or
     catalog, _ = demo
     classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
     assert hashes(store, tables) == hashes(full_store, tables)
-    # no orphan: every Parquet file in a partition folder is one the table's log holds
+    assert_no_orphans(store, tables)
+
+
+def assert_no_orphans(store: DeltaStore, tables) -> None:
+    """Every Parquet file in a partition folder of the day is one the table's log holds."""
     for name in hashes(store, tables):
         live = {os.path.basename(u) for u in DeltaTable(store.path(name)).file_uris()}
         found = {p.name for p in Path(store.path(name)).glob(f"event_date={DAY}/*.parquet")}
@@ -247,16 +259,7 @@ def test_two_increments_of_one_day_at_once_commit_each_range_once(tmp_path, demo
     import threading
 
     catalog, tables = demo
-    files = day_records(DAY, 12)
-    folder = tmp_path / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    http = lines(files["rides-http.jsonl"])
-    (folder / "rides-http.jsonl").write_text("\n".join(http[:5]) + "\n")
-    store = store_for(tmp_path / "warehouse", tables)
-    increment(store, demo, tmp_path / "landing")
-    with open(folder / "rides-http.jsonl", "a") as f:
-        f.write("\n".join(http[5:]) + "\n")
-    (folder / "rides-kafka.jsonl").write_text("\n".join(lines(files["rides-kafka.jsonl"])) + "\n")
+    store, files, http = recorded_then_grown(tmp_path, demo)
     errors = []
 
     def run():
@@ -275,6 +278,4 @@ def test_two_increments_of_one_day_at_once_commit_each_range_once(tmp_path, demo
     full_store = store_for(tmp_path / "full", tables)
     classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
     assert hashes(store, tables) == hashes(full_store, tables)
-    for name in hashes(store, tables):
-        live = {os.path.basename(u) for u in DeltaTable(store.path(name)).file_uris()}
-        assert {p.name for p in Path(store.path(name)).glob(f"event_date={DAY}/*.parquet")} == live, name
+    assert_no_orphans(store, tables)

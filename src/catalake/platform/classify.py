@@ -228,29 +228,40 @@ def classify_partition(
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)"
              + (" in local processes (a small day: no Spark job)" if local and tasks else ""))
+    # this run replaces the day's partitions: a stopped replay's commits are moot
+    with _day_run(store, plan, tables, replace=True, sweep=True, progress=progress):
+        clock = time.perf_counter()
+        summaries = execute(plan, tasks, session)
+        seconds["job"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        increments.forget(store.root, day)  # the day is read anew: what increments read is moot
+        result = _commit(store, plan, tables, summaries, progress)
+        if only is None:  # every table now holds what these files hold: increments go on from here
+            increments.record_full(store.root, day, plan.run, files, summaries)
+        seconds["commits"] = time.perf_counter() - clock
+        result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+        result.skipped = [display_path(p) for p in listing.skipped]
+        result.ignored = [display_path(p) for p in listing.ignored]
+        result.landing = "missing" if listing.missing else ("read" if files else "empty")
+        return result
+
+
+@contextmanager
+def _day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], *, replace: bool, sweep: bool, progress):
+    """A run of the day, recorded while it runs (recovery.py): what killed runs and replays of the
+    day left is removed first (`replace`: a stopped replay's journal is dropped too). The files of
+    this run no commit took are removed after a failure, and after success when `sweep` (Spark
+    task attempts that failed or ran twice; local tasks run once)."""
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
-    # this run replaces the day's partitions: a stopped replay's commits are moot, and what
-    # killed runs and replays of the day left is removed
-    recovery.recover_day(store, day, names, replace=True, progress=progress)
-    with recovery.recorded(store.root, plan.run, day, kind="run"):
+    recovery.recover_day(store, plan.day, names, replace=replace, progress=progress)
+    with recovery.recorded(store.root, plan.run, plan.day, kind="run"):
         try:
-            clock = time.perf_counter()
-            summaries = execute(plan, tasks, session)
-            seconds["job"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-            increments.forget(store.root, day)  # the day is read anew: what increments read is moot
-            result = _commit(store, plan, tables, summaries, progress)
-            if only is None:  # every table now holds what these files hold: increments go on from here
-                increments.record_full(store.root, day, plan.run, files, summaries)
-            seconds["commits"] = time.perf_counter() - clock
-            result.seconds = {k: round(v, 3) for k, v in seconds.items()}
-            result.skipped = [display_path(p) for p in listing.skipped]
-            result.ignored = [display_path(p) for p in listing.ignored]
-            result.landing = "missing" if listing.missing else ("read" if files else "empty")
-            return result
-        finally:
-            # files of this run no commit took: failed or duplicate task attempts, or a failed run
-            recovery.remove_orphans(store, plan.run, day, names)
+            yield
+        except BaseException:
+            recovery.remove_orphans(store, plan.run, plan.day, names)
+            raise
+        if sweep:
+            recovery.remove_orphans(store, plan.run, plan.day, names)
 
 
 def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], progress) -> PartitionResult:
@@ -408,23 +419,15 @@ def classify_increment(
         tasks = pack([((p.end - p.start) if p.end >= 0 else p.size, p) for p in pieces],
                      (os.cpu_count() or 2) if local else _parallelism(session))
         progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
-        names = [t.name for t in tables] + [DEADLETTER_TABLE]
-        recovery.recover_day(store, day, names, replace=False, progress=progress)
-        with recovery.recorded(store.root, plan.run, day, kind="run"):
-            try:
-                clock = time.perf_counter()
-                summaries = execute(plan, tasks, session)
-                seconds["job"] = time.perf_counter() - clock
-                clock = time.perf_counter()
-                _append(store, plan, tables, summaries, increments.app_id(day, ledger["epoch"]), entry["n"], result)
-                entry.update(increments.totals(summaries), done=True)
-                increments.save(store.root, day, ledger)
-                seconds["commits"] = time.perf_counter() - clock
-            except BaseException:
-                recovery.remove_orphans(store, plan.run, day, names)
-                raise
-            if session is not None:  # files of failed or duplicate Spark task attempts (local tasks run once)
-                recovery.remove_orphans(store, plan.run, day, names)
+        with _day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
+            clock = time.perf_counter()
+            summaries = execute(plan, tasks, session)
+            seconds["job"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+            _append(store, plan, tables, summaries, increments.app_id(day, ledger["epoch"]), entry["n"], result)
+            entry.update(increments.totals(summaries), done=True)
+            increments.save(store.root, day, ledger)
+            seconds["commits"] = time.perf_counter() - clock
         result.records = entry["records"]
         result.tasks = len(tasks)
     else:
