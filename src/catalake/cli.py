@@ -213,6 +213,8 @@ def _run(args) -> int:
         _start_spark(settings)
     defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = dagster_instance()
+    from catalake.assets.events import INCREMENTAL_TAG
+
     # the UI shows where a run came from: these runs are launched in this process, not by the daemon
     cli_tags = {"catalake/launched_by": "catalake run", "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
     catalog_seconds = 0.0
@@ -229,8 +231,6 @@ def _run(args) -> int:
     events_job = defs.resolve_job_def("events_job")
     status = 0
     for day in days:
-        from catalake.assets.events import INCREMENTAL_TAG
-
         run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False,
                                             tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
         result = None

@@ -158,7 +158,7 @@ def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    if sum(increments.landed_bytes(t) for t in tasks) <= IN_PROCESS_BYTES:
+    if sum(p.length for t in tasks for p in t) <= IN_PROCESS_BYTES:
         return [_local_task((plan, i, t)) for i, t in enumerate(tasks)]
 
     workers = min(len(tasks), os.cpu_count() or 2)
@@ -166,17 +166,56 @@ def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
         return list(pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]))
 
 
-def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> list[dict]:
-    """The tasks' summaries: one Spark job, or local processes when there is no session."""
+@dataclass
+class Merged:
+    """The tasks' summaries of one run added up, each task counted once."""
+
+    records: int = 0
+    tasks: int = 0
+    written: dict[str, list] = field(default_factory=dict)  # table -> Parquet files written
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows
+    tallies: dict[str, list] = field(default_factory=dict)  # table -> the tasks' quality tallies
+    deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+
+    @classmethod
+    def of(cls, summaries: list[dict]) -> "Merged":
+        merged = cls(tasks=len(summaries))
+        for s in summaries:
+            merged.records += s["records"]
+            for name, files in s["files"].items():
+                merged.written.setdefault(name, []).extend(files)
+            for name, tally in s["tallies"].items():
+                merged.tallies.setdefault(name, []).append(tally)
+            for counts, into in ((s["rows"], merged.rows), (s["deadletter"], merged.deadletter), (s["per_file"], merged.per_file)):
+                for key, n in counts.items():
+                    into[key] = into.get(key, 0) + n
+        return merged
+
+    def kept(self) -> dict:
+        """What the day's ledger keeps of the run (increments.py): counts and quality tallies."""
+        return {"records": self.records, "rows": self.rows, "deadletter": self.deadletter, "tallies": self.tallies}
+
+
+def table_quality(table: MessageTable, tallies: list, strict: bool) -> TableQuality:
+    """A table's expectations in a partition, from the tasks' tallies merged."""
+    expectations = suite_expectations(table, strict)
+    counts, types, rejected = merge_tallies(tallies, len(expectations))
+    return TableQuality(table, results(expectations, counts), [types.evaluated, types.missing, types.unexpected, types.examples],
+                        rejected)
+
+
+def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> Merged:
+    """The tasks' summaries merged: one Spark job, or local processes when there is no session."""
     if not tasks:
-        return []
+        return Merged()
     if session is None:
-        return run_local(plan, tasks)
+        return Merged.of(run_local(plan, tasks))
     with _job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
         rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
     if sorted(r["task"] for r in rows) != list(range(len(tasks))):
         raise StorageError(f"{plan.day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
-    return [json.loads(r["json"]) for r in rows]
+    return Merged.of([json.loads(r["json"]) for r in rows])
 
 
 def _summary(result: TaskResult) -> dict:
@@ -231,13 +270,13 @@ def classify_partition(
     # this run replaces the day's partitions: a stopped replay's commits are moot
     with _day_run(store, plan, tables, replace=True, sweep=True, progress=progress):
         clock = time.perf_counter()
-        summaries = execute(plan, tasks, session)
+        merged = execute(plan, tasks, session)
         seconds["job"] = time.perf_counter() - clock
         clock = time.perf_counter()
         increments.forget(store.root, day)  # the day is read anew: what increments read is moot
-        result = _commit(store, plan, tables, summaries, progress)
+        result = _commit(store, plan, tables, merged, progress)
         if only is None:  # every table now holds what these files hold: increments go on from here
-            increments.record_full(store.root, day, plan.run, files, summaries)
+            increments.record_full(store.root, day, plan.run, files, merged.kept())
         seconds["commits"] = time.perf_counter() - clock
         result.seconds = {k: round(v, 3) for k, v in seconds.items()}
         result.skipped = [display_path(p) for p in listing.skipped]
@@ -264,24 +303,12 @@ def _day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], *, r
             recovery.remove_orphans(store, plan.run, plan.day, names)
 
 
-def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], progress) -> PartitionResult:
+def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, progress) -> PartitionResult:
     day = plan.day
-    result = PartitionResult(partition=day.isoformat(), records=sum(s["records"] for s in summaries), tasks=len(summaries))
-    rows: dict[str, int] = {}
-    tallies: dict[str, list] = {}
-    written: dict[str, list] = {}
-    for s in summaries:
-        for name, files in s["files"].items():
-            written.setdefault(name, []).extend(files)
-        for name, n in s["rows"].items():
-            rows[name] = rows.get(name, 0) + n
-        for name, tally in s["tallies"].items():
-            tallies.setdefault(name, []).append(tally)
-        for reason, n in s["deadletter"].items():
-            result.deadletter[reason] = result.deadletter.get(reason, 0) + n
-        for path, n in s["per_file"].items():
-            result.files[path] = result.files.get(path, 0) + n
-    progress(f"{day}: {result.records} record(s) classified in {len(summaries)} task(s)")
+    result = PartitionResult(partition=day.isoformat(), records=merged.records, tasks=merged.tasks,
+                             deadletter=merged.deadletter, files=merged.per_file)
+    rows, written = merged.rows, merged.written
+    progress(f"{day}: {result.records} record(s) classified in {merged.tasks} task(s)")
 
     writes = plan.write
     # every table the partition feeds, and every table that held rows of it before (emptied)
@@ -305,12 +332,8 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summa
     for table in touched:
         result.written.append(table.name)
         result.tables[table.message.xid] = rows.get(table.name, 0)
-        if table.name in tallies:
-            expectations = suite_expectations(table, plan.strict)
-            counts, types, rejected = merge_tallies(tallies[table.name], len(expectations))
-            result.quality[table.name] = TableQuality(table, results(expectations, counts),
-                                                      [types.evaluated, types.missing, types.unexpected, types.examples],
-                                                      rejected)
+        if table.name in merged.tallies:
+            result.quality[table.name] = table_quality(table, merged.tallies[table.name], plan.strict)
     if DEADLETTER_TABLE in commits:
         result.written.append(DEADLETTER_TABLE)
     return result
@@ -411,21 +434,21 @@ def classify_increment(
     result = PartitionResult(partition=day.isoformat(), records=0)
     result.kind = "incremental"
     result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
-    result.read = {"files": len({p.path for p in pieces}), "bytes": increments.landed_bytes(pieces)}
+    result.read = {"files": len({p.path for p in pieces}), "bytes": sum(p.length for p in pieces)}
     if pieces:
-        size = increments.landed_bytes(pieces)
+        size = result.read["bytes"]
         local = size <= local_bytes
         session = None if local else (spark if is_session(spark) else spark())
-        tasks = pack([((p.end - p.start) if p.end >= 0 else p.size, p) for p in pieces],
+        tasks = pack([(p.length, p) for p in pieces],
                      (os.cpu_count() or 2) if local else _parallelism(session))
         progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
         with _day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
             clock = time.perf_counter()
-            summaries = execute(plan, tasks, session)
+            merged = execute(plan, tasks, session)
             seconds["job"] = time.perf_counter() - clock
             clock = time.perf_counter()
-            _append(store, plan, tables, summaries, increments.app_id(day, ledger["epoch"]), entry["n"], result)
-            entry.update(increments.totals(summaries), done=True)
+            _append(store, plan, tables, merged, increments.app_id(day, ledger["epoch"]), entry["n"], result)
+            entry.update(merged.kept(), done=True)
             increments.save(store.root, day, ledger)
             seconds["commits"] = time.perf_counter() - clock
         result.records = entry["records"]
@@ -438,21 +461,13 @@ def classify_increment(
     return result
 
 
-def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], summaries: list[dict], app: str, n: int,
+def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, app: str, n: int,
             result: PartitionResult) -> None:
     """One Delta append per table the increment fed (dead letters included), each carrying the
     increment as application transaction `app` version `n`: a table whose log has it already
     (a stopped run committed it) is not appended to again."""
-    written: dict[str, list] = {}
-    for s in summaries:
-        for name, files in s["files"].items():
-            written.setdefault(name, []).extend(files)
-        for name, count in s["rows"].items():
-            result.rows_added[name] = result.rows_added.get(name, 0) + count
-        for reason, count in s["deadletter"].items():
-            result.deadletter[reason] = result.deadletter.get(reason, 0) + count
-        for path, count in s["per_file"].items():
-            result.files[path] = result.files.get(path, 0) + count
+    written = merged.written
+    result.rows_added, result.deadletter, result.files = merged.rows, merged.deadletter, merged.per_file
     fed = [t for t in tables if t.name in written]
     with store.loaded_once():  # each table's log loaded once for the sync, the check and the append
         sync_message_tables(store, fed)
@@ -492,8 +507,4 @@ def _day_quality(plan: Plan, tables: Sequence[MessageTable], ledger: dict, resul
                 tallies.setdefault(name, []).extend(found)
     for table in tables:
         if table.name in tallies and table.name in result.written:
-            expectations = suite_expectations(table, plan.strict)
-            counts, types, rejected = merge_tallies(tallies[table.name], len(expectations))
-            result.quality[table.name] = TableQuality(table, results(expectations, counts),
-                                                      [types.evaluated, types.missing, types.unexpected, types.examples],
-                                                      rejected)
+            result.quality[table.name] = table_quality(table, tallies[table.name], plan.strict)

@@ -29,7 +29,8 @@ import datetime as dt
 import decimal
 import io
 import re
-from typing import Any, Callable, Iterator
+import uuid
+from typing import Any, Callable
 
 import orjson
 
@@ -102,7 +103,7 @@ def decompressed(kind: str, f) -> io.BufferedIOBase:
 
     # cramjam's snappy Decompressor buffers the whole stream too: framed snappy files are read
     # whole (writers keep them small: Snappy framing has no seek points to split at either)
-    return io.BytesIO(bytes(cramjam.snappy.decompress(f.read())))
+    return io.BufferedReader(io.BytesIO(bytes(cramjam.snappy.decompress(f.read()))))
 
 
 class _Zstd(io.RawIOBase):
@@ -181,7 +182,7 @@ def jsonable(value) -> Any:
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return float(value)
-    if hasattr(value, "hex") and type(value).__name__ == "UUID":
+    if isinstance(value, uuid.UUID):
         return str(value)
     return value
 
@@ -338,8 +339,3 @@ def kafka_value_record(value, topic: str, origin: tuple[int, int] | None, positi
         record["headers"] = ["content-type", "application/cloudevents+json"]
     record["payload"] = value
     return record
-
-
-def iter_converted(records: Iterator[dict], convert: Callable[[dict], dict]) -> Iterator[bytes]:
-    for r in records:
-        yield orjson.dumps(convert(r))

@@ -78,22 +78,16 @@ def app_id(day: dt.date, epoch: str) -> str:
     return f"catalake:{day.isoformat()}:{epoch}"
 
 
-def fingerprint(path: str, end: int) -> str:
-    """What a read of [0, end) saw, in two small reads: its size, first and last 4 KiB."""
+def fingerprint(path: str, end: int) -> tuple[str, bool]:
+    """What a read of [0, end) saw, in one open and two small reads: a digest of its size, first
+    and last 4 KiB; and whether it ends at a line break."""
     digest = hashlib.sha256(str(end).encode())
     with _open(path) as f:
         digest.update(f.read(min(SAMPLE, end)))
         f.seek(max(0, end - SAMPLE))
-        digest.update(f.read(end - max(0, end - SAMPLE)))
-    return digest.hexdigest()
-
-
-def ends_at_newline(path: str, end: int) -> bool:
-    if end == 0:
-        return True
-    with _open(path) as f:
-        f.seek(end - 1)
-        return f.read(1) == b"\n"
+        tail = f.read(end - max(0, end - SAMPLE))
+    digest.update(tail)
+    return digest.hexdigest(), end == 0 or tail.endswith(b"\n")
 
 
 def last_line_end(path: str, start: int, size: int) -> int:
@@ -123,26 +117,15 @@ def is_lines(path: str) -> bool:
     return formats.sniff(head_of(path), path.rsplit("/", 1)[-1]) == "lines"
 
 
-def record_full(root: str, day: dt.date, run: str, files: list[Landed], summaries: list[dict]) -> None:
-    """A new ledger after a full run of the day: every file read whole, as listed."""
-    reads = {f.path: {"end": f.size, "line": None, "newline": ends_at_newline(f.path, f.size),
-                      "fingerprint": fingerprint(f.path, f.size), "modified": f.modified_ns} for f in files}
+def record_full(root: str, day: dt.date, run: str, files: list[Landed], kept: dict) -> None:
+    """A new ledger after a full run of the day: every file read whole, as listed; `kept`: the
+    run's counts and quality tallies (classify.Merged.kept)."""
+    reads = {}
+    for f in files:
+        seen, newline = fingerprint(f.path, f.size)
+        reads[f.path] = {"end": f.size, "line": None, "newline": newline, "fingerprint": seen, "modified": f.modified_ns}
     save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
-        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **totals(summaries)}]})
-
-
-def totals(summaries: list[dict]) -> dict:
-    """What an increment's tasks read and wrote, kept to merge the day's counts and quality."""
-    out: dict = {"records": 0, "rows": {}, "deadletter": {}, "tallies": {}}
-    for s in summaries:
-        out["records"] += s["records"]
-        for name, n in s["rows"].items():
-            out["rows"][name] = out["rows"].get(name, 0) + n
-        for reason, n in s["deadletter"].items():
-            out["deadletter"][reason] = out["deadletter"].get(reason, 0) + n
-        for name, tally in s["tallies"].items():
-            out["tallies"].setdefault(name, []).append(tally)
-    return out
+        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **kept}]})
 
 
 def state(ledger: dict) -> dict[str, dict]:
@@ -166,7 +149,7 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
             return [], {}, f"{path}: {now.size} bytes, {before['end']} read before"
         if now.size == before["end"] and now.modified_ns and now.modified_ns == before.get("modified"):
             continue  # not written to since it was read (no request on object storage)
-        if fingerprint(path, before["end"]) != before["fingerprint"]:
+        if fingerprint(path, before["end"])[0] != before["fingerprint"]:
             return [], {}, f"{path}: changed within the {before['end']} bytes read before"
         if now.size > before["end"] and not before["newline"]:
             return [], {}, f"{path}: grew after a last line without its line break"
@@ -180,7 +163,7 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
             continue
         if before is None and not is_lines(f.path):  # read whole, as a full run reads it
             pieces.append(Piece(f.path, size=f.size, fields=f.fields))
-            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size),
+            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size)[0],
                              "modified": f.modified_ns}
             continue
         end = last_line_end(f.path, start, f.size)
@@ -189,7 +172,7 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
         line = (before["line"] if before and before["line"] is not None else 1 + count_lines(f.path, 0, start)) if start else 1
         pieces.append(Piece(f.path, start, end, line, kind="lines", fields=f.fields))
         reads[f.path] = {"end": end, "line": line + count_lines(f.path, start, end), "newline": True,
-                         "fingerprint": fingerprint(f.path, end), "modified": f.modified_ns if end == f.size else None}
+                         "fingerprint": fingerprint(f.path, end)[0], "modified": f.modified_ns if end == f.size else None}
     return pieces, reads, None
 
 
@@ -200,8 +183,3 @@ def as_json(piece: Piece) -> list:
 def from_json(row: list) -> Piece:
     path, start, end, first, size, kind, fields = row
     return Piece(path, start, end, first, size, kind, tuple(tuple(f) for f in fields))
-
-
-def landed_bytes(pieces: list[Piece]) -> int:
-    return sum((p.end - p.start) if p.end >= 0 else p.size for p in pieces)
-

@@ -304,6 +304,11 @@ class Piece:
     kind: str = ""
     fields: tuple[tuple[str, str], ...] = ()  # the file's path fields (Landed.fields)
 
+    @property
+    def length(self) -> int:
+        """The bytes the piece reads."""
+        return self.end - self.start if self.end >= 0 else self.size
+
 
 def _open(path: str):
     """A seekable binary reader of a local or remote file."""
@@ -431,7 +436,7 @@ def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None)
     for f in files:
         cut = CUTTERS.get(formats.sniff(head_of(f.path), f.name)) if f.size > target else None
         if cut is not None:
-            pieces += [(p.end - p.start, p) for p in cut(f, target)]
+            pieces += [(p.length, p) for p in cut(f, target)]
         else:
             pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
     return pack(pieces, max(count, -(-total // target)) if total else 1)
@@ -580,8 +585,8 @@ def _parquet(piece: Piece, f) -> Iterator[tuple[int, object]]:
     try:
         parquet = pq.ParquetFile(f)
         starts = _row_group_starts(parquet)
-        end = piece.end if piece.kind == "parquet" else piece.size
-        groups = [i for i, at in enumerate(starts) if piece.start <= at < end or (piece.kind != "parquet")]
+        groups = ([i for i, at in enumerate(starts) if piece.start <= at < piece.end] if piece.kind == "parquet"
+                  else list(range(len(starts))))
         meta = parquet.metadata
         position = sum(meta.row_group(i).num_rows for i in range(groups[0])) if groups else 0
         convert = formats.converter(set(parquet.schema_arrow.names))
@@ -594,7 +599,7 @@ def _parquet(piece: Piece, f) -> Iterator[tuple[int, object]]:
         yield position + 1, Corrupt(f"Parquet file breaks off at row {position + 1}: {type(exc).__name__}: {exc}")
 
 
-def _text(path: str, kind: str, f, size: int) -> Iterator[tuple[int, object]]:
+def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
     """A JSON text file (lines or one document) as its records, up to `size` bytes (-1: all)."""
     if kind == "lines":
         yield from _lines(f, 1, None if size < 0 else size)
@@ -618,12 +623,12 @@ def _compressed(piece: Piece, kind: str, f) -> Iterator[tuple[int, object]]:
     line = 0
     try:
         with formats.decompressed(kind, f) as content:
-            inner = formats.sniff(content.peek(formats.HEAD_BYTES)[:formats.HEAD_BYTES] if hasattr(content, "peek")
-                                  else content.getvalue()[:formats.HEAD_BYTES], formats.inner_name(piece.path.rsplit("/", 1)[-1]))
+            inner = formats.sniff(content.peek(formats.HEAD_BYTES)[:formats.HEAD_BYTES],
+                                  formats.inner_name(piece.path.rsplit("/", 1)[-1]))
             if inner not in ("lines", "document"):
                 yield 1, Unsupported(f"{kind}-compressed {inner} content: only JSON lines or a JSON document are read compressed")
                 return
-            for line, record in _text(piece.path, inner, content, -1):
+            for line, record in _json_text(inner, content, -1):
                 yield line, record
     except formats.corrupt_errors() as exc:
         yield line + 1, Corrupt(f"compressed file ({kind}) breaks off at line {line + 1}: {exc}")
@@ -646,7 +651,7 @@ def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
         elif kind in formats.COMPRESSED:
             yield from _compressed(piece, kind, f)
         elif kind in ("lines", "document"):
-            yield from _text(piece.path, kind, f, piece.size)
+            yield from _json_text(kind, f, piece.size)
         else:
             head = f.read(formats.HEAD_BYTES)
             yield 1, Unsupported(f"not a format catalake reads (JSON lines or document, gzip/zstd/snappy JSON, Avro, "
