@@ -15,10 +15,11 @@ import pytest
 from dagster import DagsterInstance
 
 from catalake.assets.analytics import DBT_TEMPLATE
+from catalake.assets.jobs import DAILY_SELECTION
 from catalake.location import build_definitions
 from catalake.platform.analyst import sql, warehouse_tables
 from catalake.platform.catalog import load_catalog
-from catalake.platform.config import DEMO_DIR, Settings
+from catalake.platform.config import Settings
 from catalake.platform.dbt_sources import prepare_project
 from catalake.platform.message_table import message_tables
 
@@ -37,7 +38,8 @@ def demo(spark, tmp_path_factory):
     instance = DagsterInstance.ephemeral()
     runs = {"catalog": definitions.resolve_job_def("catalake_job").execute_in_process(instance=instance)}
     for day in DAYS:
-        runs[f"events {day}"] = definitions.resolve_job_def("events_job").execute_in_process(instance=instance, partition_key=day)
+        runs[f"events {day}"] = definitions.resolve_job_def("events_job").execute_in_process(
+            instance=instance, partition_key=day, asset_selection=DAILY_SELECTION)
         runs[f"analytics {day}"] = definitions.resolve_job_def("analytics_job").execute_in_process(instance=instance, partition_key=day)
     assert all(run.success for run in runs.values())
     DEMO_RUN.update(instance=instance, definitions=definitions)
@@ -77,26 +79,33 @@ def test_partition_run_materializes_and_checks(demo):
     checks = {(e.asset_key.to_user_string(), e.check_name): e for e in run.get_asset_check_evaluations()}
     assert checks["deadletter", "conservation"].passed
     expectations = {k[0]: e for k, e in checks.items() if k[1] == "expectations"}
-    # the tables the day feeds: materialized and checked; the one it does not feed shows the
-    # day processed with 0 rows, and has no check result (there is nothing to check)
+    # the tables the day feeds: materialized and checked; one it does not feed shows the day
+    # processed with 0 rows, and its check passes with nothing to check
     fed = {k for k, n in rows.items() if k.startswith("messages/") and n}
-    assert len(fed) == 7 and set(expectations) == fed
+    assert len(fed) == 7 and set(expectations) == {k for k in rows if k.startswith("messages/")}
     assert rows["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow"] == 0
+    unfed = expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.BatteryLow"]
+    assert unfed.passed and unfed.metadata["rows_stored"].value == 0 and "nothing to check" in unfed.description
     dock = expectations["messages/bikeshare.docks.mqtt/bikeshare.docks.mqtt.DockStatus"].metadata
-    assert dock["rows"].value == 15 and dock["failed_error"].value == 0 and dock["expectations"].value > 10
+    assert dock["rows_stored"].value == 15 and dock["records_matched"].value == 15
+    assert dock["failed_error"].value == 0 and dock["expectations"].value > 10
     # the quality results come from the classification pass: the one RideEnded record with a
     # negative distance broke `data.distance_m:range` and was dead-lettered; the stored rows meet
     # the suite, so the check warns (it does not block) and says how many records were dropped
     failing = {k for k, e in expectations.items() if not e.passed}
     assert failing == {"messages/bikeshare.rides/bikeshare.rides.RideEnded"}
     ended = expectations["messages/bikeshare.rides/bikeshare.rides.RideEnded"]
-    assert ended.severity.value == "WARN" and ended.metadata["records_dropped"].value == 1
-    assert ended.metadata["records_matched"].value == 7 and ended.metadata["rows"].value == 7
+    assert ended.severity.value == "WARN" and ended.metadata["records_dead_lettered"].value == 1
+    assert ended.metadata["records_matched"].value == 7 and ended.metadata["rows_stored"].value == 6
+    assert rows["messages/bikeshare.rides/bikeshare.rides.RideEnded"] == 6
     details = {d["id"]: d for d in ended.metadata["details"].value}
     assert details["data.distance_m:range"]["unexpected_count"] == 1 and details["data.distance_m:range"]["evaluated"] == 7
     assert details["data.distance_m:range"]["examples"] == [
-        {"value": -5, "source_file": str(DEMO_DIR / "landing" / "2026-11-20" / "rides-http.jsonl"), "source_line": 27}]
-    assert dock["data_docs"].value == str(warehouse / "gx/uncommitted/data_docs/local_site/index.html")
+        {"value": -5, "source_file": "2026-11-20/rides-http.jsonl", "source_line": 27}]
+    # the check links the day's validation page of the table
+    assert dock["data_docs"].value.startswith(str(warehouse / "gx/uncommitted/data_docs/local_site/validations/"
+                                                             "bikeshare_docks_mqtt__dockstatus/2026-11-20 (run "))
+    assert Path(dock["data_docs"].value).exists()
     # the analytics job's data_docs asset rendered the day's validation pages
     assert (warehouse / "gx/uncommitted/data_docs/local_site/index.html").exists()
     pages = list((warehouse / "gx/uncommitted/data_docs/local_site/validations/bikeshare_rides__rideended").rglob("*.html"))
@@ -107,6 +116,27 @@ def test_partition_run_materializes_and_checks(demo):
     index = (site / "index.html").read_text()
     assert "expectations/bikeshare_docks_mqtt__batterylow.html" in index
     assert "2026-11-21 (run " in pages[0].read_text() or "2026-11-20 (run " in pages[0].read_text()
+
+
+def test_a_days_data_docs_page_says_what_its_dagster_check_says(demo):
+    """The page the `expectations` check links, read offline: the data asset, as many
+    expectations as the check lists, what the counts are over, each one's severity, and what
+    became of the records that broke one."""
+    from dagster import AssetKey
+
+    _, _, runs = demo
+    run = runs["events 2026-11-20"]
+    ended = AssetKey(["messages", "bikeshare.rides", "bikeshare.rides.RideEnded"])
+    check = next(e for e in run.get_asset_check_evaluations() if e.asset_key == ended and e.check_name == "expectations")
+    dom, log = render_offline(Path(check.metadata["data_docs"].value))
+    assert "CONSOLE" not in log, log
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+    assert "Data asset: bikeshare_rides__rideended (event_date 2026-11-20)" in text
+    assert int(re.search(r"Evaluated Expectations (\d+)", text).group(1)) == check.metadata["expectations"].value == 25
+    assert ("7 record(s) of 2026-11-20 matched this message; 1 broke an ERROR expectation and went to the dead-letter "
+            "table; the table holds 6 row(s)") in text
+    assert "data.distance_m column_values_to_be_between ERROR FAIL 1 1 record(s) dead-lettered (schema_violation)" in text
+    assert "data column_values_to_be_of_type ERROR pass 0" in text  # the payload types row Dagster lists too
 
 
 def test_the_dbt_project_is_prepared_for_the_configured_catalog_under_the_warehouse(tmp_path):

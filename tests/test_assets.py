@@ -42,7 +42,9 @@ def test_definitions_load_one_asset_per_message_definition():
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
     assert spec.group_name == "bikeshare_rides_kafka"
     assert set(spec.kinds) == {"spark", "delta"}
-    assert spec.description.startswith("RideStarted on the 'rides' topic.")
+    # the graph shows the first line: the short name, the protocol and the SQL table
+    assert spec.description.startswith("RideStarted over Kafka -> table `bikeshare_rides_kafka__ridestarted`: "
+                                       "RideStarted on the 'rides' topic.")
     assert AssetKey("message_catalog") in spec.parent_keys
     columns = {c.name: c for c in spec.metadata["dagster/column_schema"].columns}
     assert columns["kafka_offset"].type == "bigint"

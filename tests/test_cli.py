@@ -99,3 +99,26 @@ def test_a_bad_catalog_in_run_is_one_line_naming_its_first_problem(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1, out.stderr
     assert "invalid message catalog" in lines[0] and "[basemessage-dangling]" in lines[0] and "/nope" in lines[0]
+
+
+def test_show_of_a_broken_catalog_prints_its_problems_and_no_empty_table(tmp_path):
+    bad = tmp_path / "bad.xreg.json"
+    bad.write_text("{ not json")
+    out = run("catalog", "show", str(bad))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines()[0].startswith(f"{bad}:line 1, column 3: [json-syntax]")
+    assert "the catalog is invalid (1 error(s))" in out.stderr
+
+
+def test_every_subcommand_help_opens_with_what_it_does(capsys):
+    from catalake.cli import main
+
+    for command in ("catalog show", "catalog validate", "schema show", "run", "tables", "sql", "dbt project",
+                    "validate", "drift", "replay", "docs"):
+        with pytest.raises(SystemExit) as exit:
+            main([*command.split(), "--help"])
+        out = capsys.readouterr().out
+        assert exit.value.code == 0 and out.startswith(f"usage: catalake {command}")
+        description = out.split("\n\n")[1].strip()
+        assert description and not description.startswith(("positional", "options")), (command, out)
+    assert "classify landed events of one day" in run("--help").stdout  # as the console script prints it

@@ -166,7 +166,7 @@ def test_check_metadata_shows_the_seeded_numbers(seeded):
     assert {d["evaluated"] for d in details.values() if d["severity"] == WARN} == {matched - 5}
     assert details["data.bike_type:enum"]["examples"][0]["value"] == "tandem"
     assert details["data.bike_type:enum"]["examples"][0]["source_file"].endswith("seeded.jsonl")
-    assert evaluation.metadata["records_dropped"].value == 5 and not evaluation.passed
+    assert evaluation.metadata["records_dead_lettered"].value == 5 and not evaluation.passed
     assert evaluation.severity.value == "WARN"  # the stored rows meet the suite: dropped records warn
 
 

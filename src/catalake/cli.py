@@ -37,12 +37,16 @@ def _catalog_validate(args) -> int:
 def _catalog_show(args) -> int:
     catalog, problems = read_catalog(args.paths)
     errors = [p for p in problems if p.severity == "error"]
-    for problem in errors:
-        print(problem, file=sys.stderr)
+    if errors:  # no table of what could be read: the catalog is not usable as it is
+        for problem in errors:
+            print(problem, file=sys.stderr)
+        print(f"catalake: the catalog is invalid ({len(errors)} error(s)); `catalake catalog validate` lists "
+              "warnings too", file=sys.stderr)
+        return 2
     headers, rows = catalog_rows(catalog)
     print(text_table(headers, rows))
     print(f"\n{len({m.group_id for m in catalog})} group(s), {len(catalog)} message definition(s)")
-    return 1 if errors else 0
+    return 0
 
 
 def _roots(paths) -> list[Path]:
@@ -194,10 +198,7 @@ def _first_cause(error) -> str:
 def _run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
-    import json
-    import time
-
-    from catalake.instance import dagster_instance
+    from catalake.instance import dagster_instance, runs_of_code_location
     from catalake.location import build_definitions
     from catalake.platform.landing import check_root
 
@@ -213,7 +214,16 @@ def _run(args) -> int:
         _start_spark(settings)
     defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = dagster_instance()
+    with runs_of_code_location(instance):  # the UI can re-execute them
+        return _run_days(args, settings, defs, instance, days)
+
+
+def _run_days(args, settings: Settings, defs, instance, days) -> int:
+    import json
+    import time
+
     from catalake.assets.events import INCREMENTAL_TAG
+    from catalake.assets.jobs import DAILY_SELECTION
 
     # the UI shows where a run came from: these runs are launched in this process, not by the daemon
     cli_tags = {"catalake/launched_by": "catalake run", "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
@@ -232,6 +242,7 @@ def _run(args) -> int:
     status = 0
     for day in days:
         run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False,
+                                            asset_selection=DAILY_SELECTION,
                                             tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
         result = None
         for event in run.get_asset_materialization_events():
@@ -465,7 +476,18 @@ def parser() -> argparse.ArgumentParser:
     docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
     docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
     docs.set_defaults(func=_docs)
+    _describe(p)
     return p
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's `--help` opens with the line its parent lists it with."""
+    for action in parser._actions:  # argparse keeps subcommands here only
+        if isinstance(action, argparse._SubParsersAction):
+            for listed in action._choices_actions:
+                command = action.choices[listed.dest]
+                command.description = command.description or listed.help
+                _describe(command)
 
 
 def main(argv: list[str] | None = None) -> int:

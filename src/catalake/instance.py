@@ -79,3 +79,40 @@ def dagster_instance():
                     raise
                 time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+CODE_LOCATION = "catalake"  # workspace.yaml's location_name
+
+
+@contextlib.contextmanager
+def runs_of_code_location(instance, module: str = "catalake.definitions", location: str = CODE_LOCATION) -> Iterator[None]:
+    """Runs created in this process (`execute_in_process`) as if launched from the code location
+    of workspace.yaml: they carry its origin, so the UI can re-execute them (a run without one
+    has no code location to re-execute from). Dagster's `execute_in_process` takes no origin,
+    hence the instance's `create_run_for_job` given it here."""
+    import sys
+
+    from dagster._core.remote_origin import (
+        ManagedGrpcPythonEnvCodeLocationOrigin,
+        RemoteJobOrigin,
+        RemoteRepositoryOrigin,
+    )
+    from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    origin = ManagedGrpcPythonEnvCodeLocationOrigin(
+        LoadableTargetOrigin(executable_path=sys.executable, module_name=module, working_directory=os.getcwd()),
+        location_name=location,
+    )
+    repository = RemoteRepositoryOrigin(origin, SINGLETON_REPOSITORY_NAME)
+    create = instance.create_run_for_job
+
+    def create_with_origin(job_def, **kwargs):
+        kwargs.setdefault("remote_job_origin", RemoteJobOrigin(repository, job_def.name))
+        return create(job_def, **kwargs)
+
+    instance.create_run_for_job = create_with_origin
+    try:
+        yield
+    finally:
+        del instance.create_run_for_job

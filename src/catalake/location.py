@@ -48,7 +48,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     return Definitions(
         assets=assets,
         jobs=jobs,
-        schedules=[build_daily_schedule(events_job)],
+        schedules=[build_daily_schedule(events_job, partitions)],
         sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM.

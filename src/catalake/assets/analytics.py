@@ -90,7 +90,7 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
         with _environment(CATALAKE_WAREHOUSE=uris.normalize(warehouse.path),
                           CATALAKE_ANALYTICS_DB=str(warehouse.local / "analytics.duckdb")):
             invocation = dbt.cli(args, context=context)
-        yield from invocation.stream()
+        yield from invocation.stream().fetch_column_metadata()
 
     return analytics
 

@@ -3,6 +3,12 @@
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
+import catalake.platform.catalog
+import catalake.platform.catalog_table
+import catalake.platform.evolution
+import catalake.platform.message_table
+import catalake.platform.schemas
+
 from catalake.platform.catalog import CatalogError
 from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.evolution import EvolutionError
@@ -10,7 +16,7 @@ from catalake.platform.message_table import catalog_fingerprint, definition_chan
 from catalake.platform.report import catalog_rows, markdown_table
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
-from .metadata import column_schema
+from .metadata import code_version, column_schema
 
 PREVIEW_ROWS = 25
 
@@ -42,7 +48,9 @@ def _changes_markdown(changes: dict[str, list[str]]) -> str:
     return "\n".join(lines) or "no definition changed since the previous materialization"
 
 
-@asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"})
+@asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"},
+       code_version=code_version(catalake.platform.catalog, catalake.platform.catalog_table, catalake.platform.message_table,
+                                 catalake.platform.schemas, catalake.platform.evolution))
 def message_catalog(
     context: AssetExecutionContext,
     catalog_source: CatalogSource,

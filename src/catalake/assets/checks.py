@@ -26,8 +26,15 @@ def expectation_check_spec(key: AssetKey, suite: str, partitions_def=None) -> As
         asset=key,
         blocking=True,
         partitions_def=partitions_def,
-        description=f"The partition meets the Great Expectations suite `{suite}` generated from the catalog. "
-        "A failed ERROR expectation (what the catalog requires) blocks downstream assets; WARN ones only warn.",
+        description=(
+            f"The day's stored rows meet the Great Expectations suite `{suite}` generated from the catalog.\n\n"
+            "- **Passed**: every stored row meets every expectation and no record was dead-lettered for breaking one "
+            "(a day with no record of this message passes with 0 rows).\n"
+            "- **Failed, WARN** (blocks nothing): records broke an ERROR expectation (what the catalog requires) and "
+            "were dead-lettered instead of stored (`records_dead_lettered`), or stored rows break a WARN expectation.\n"
+            "- **Failed, ERROR** (blocks the assets downstream in the same run): stored rows break an ERROR "
+            "expectation, found by GX on the stored partition (`validate_job`, `catalake validate`).\n\n"
+            "`records_matched` counts the day's records of this message; `rows_stored` the rows the table holds."),
     )
 
 
@@ -38,19 +45,18 @@ def _example(example) -> str:
     return str(example)
 
 
-def check_evaluation(key: AssetKey, outcome, partition: str | None) -> AssetCheckEvaluation:
+def check_evaluation(key: AssetKey, outcome, partition: str | None, target=None) -> AssetCheckEvaluation:
     """The check result as an event of the partition (the run that computes it need not select
-    the check, see events.py)."""
+    the check, see events.py), tied to the materialization it checks (`target`)."""
     result = check_result(key, outcome)
     return AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=result.passed, metadata=result.metadata,
-                                severity=result.severity, description=result.description, partition=partition)
+                                severity=result.severity, description=result.description, partition=partition,
+                                target_materialization_data=target, blocking=True)
 
 
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:
-    """One check result per suite, per-expectation results in the metadata. Failed ERROR
-    expectations on stored rows -> failed, severity ERROR (blocking). From the classification
-    pass, the records that broke an ERROR expectation were dead-lettered and the table meets its
-    suite: failed, severity WARN, with the records dropped. Only WARN ones failed -> WARN."""
+    """One check result per suite, per-expectation results in the metadata (the expectation_check_spec
+    description says what passed, WARN and ERROR mean)."""
     rows = [
         [o.id or "", o.type.removeprefix("expect_"), o.severity, "pass" if o.success else "FAIL",
          "" if o.evaluated is None else o.evaluated,
@@ -59,8 +65,12 @@ def check_result(key: AssetKey, outcome) -> AssetCheckResult:
          ", ".join(map(_example, o.examples)) or (o.error or "")]
         for o in sorted(outcome.outcomes, key=lambda o: o.success)[:SHOWN]
     ]
-    metadata = {
-        "rows": outcome.rows,
+    metadata = {}
+    if outcome.dropped is not None:  # from the classification pass
+        metadata["records_matched"] = outcome.rows
+        metadata["records_dead_lettered"] = outcome.dropped
+    metadata |= {
+        "rows_stored": outcome.stored,
         "expectations": len(outcome.outcomes),
         "failed_error": len(outcome.errors),
         "failed_warn": len(outcome.warnings),
@@ -68,18 +78,30 @@ def check_result(key: AssetKey, outcome) -> AssetCheckResult:
             ["expectation", "type", "severity", "result", "evaluated", "unexpected", "unexpected %", "examples"], rows)),
         "details": MetadataValue.json([o.as_json() for o in outcome.outcomes]),
     }
-    if outcome.dropped is not None:
-        metadata["records_matched"] = outcome.rows
-        metadata["records_dropped"] = outcome.dropped
     if outcome.docs is not None:
         metadata["data_docs"] = MetadataValue.path(str(outcome.docs))
-    stored_rows_fail = outcome.errors and outcome.dropped is None
+    stored_rows_fail = bool(outcome.errors) and outcome.dropped is None
     return AssetCheckResult(
         asset_key=key,
         check_name=CHECK_NAME,
         passed=outcome.success,
         severity=AssetCheckSeverity.ERROR if stored_rows_fail or outcome.success else AssetCheckSeverity.WARN,
         metadata=metadata,
-        description=(f"{outcome.dropped} of {outcome.rows} matched record(s) broke an ERROR expectation and were "
-                     "dead-lettered; the stored rows meet the suite") if outcome.dropped else None,
+        description=_summary(outcome),
     )
+
+
+def _summary(outcome) -> str:
+    """One line of what the evaluation found, shown beside the result in the UI."""
+    if outcome.dropped is None:
+        found = (f"{len(outcome.errors)} ERROR and {len(outcome.warnings)} WARN expectation(s) fail on the "
+                 f"{outcome.stored} stored row(s)") if not outcome.success else f"the {outcome.stored} stored row(s) meet the suite"
+        return f"GX on the stored partition: {found}"
+    if not outcome.rows:
+        return "no record of this message this day: nothing to check"
+    parts = [f"{outcome.rows} record(s) matched, {outcome.stored} stored"]
+    if outcome.dropped:
+        parts.append(f"{outcome.dropped} broke an ERROR expectation and {'was' if outcome.dropped == 1 else 'were'} dead-lettered")
+    if outcome.warnings:
+        parts.append(f"{len(outcome.warnings)} WARN expectation(s) fail on stored rows")
+    return "; ".join(parts) + ("; the stored rows meet the suite" if not outcome.warnings else "")

@@ -14,16 +14,17 @@ from dagster import (
     AssetSpec,
     DailyPartitionsDefinition,
     Failure,
+    FreshnessPolicy,
     MaterializeResult,
     MetadataValue,
     multi_asset,
 )
 
 from catalake.eventlog import event_batch
-from catalake.platform import layouts
+from catalake.platform import layouts, uris
 from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_increment, classify_partition, conservation
-from catalake.platform.config import DOCS_INDEX, Settings
+from catalake.platform.config import Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.message_table import message_tables
 from catalake.platform.storage import PARTITION_COLUMN
@@ -31,8 +32,8 @@ from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
-from .messages import CATALOG_KEY, message_key, message_specs
-from .metadata import column_schema
+from .messages import CATALOG_KEY, as_owner, message_key, message_specs
+from .metadata import code_version, column_schema
 
 DEADLETTER_KEY = AssetKey("deadletter")
 
@@ -41,27 +42,36 @@ def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
     return DailyPartitionsDefinition(start_date=settings.start_date)
 
 
-def deadletter_spec() -> AssetSpec:
+def deadletter_spec(settings: Settings, catalog_error: str | None = None) -> AssetSpec:
+    import catalake.platform
+
+    location = uris.join(settings.warehouse, DEADLETTER_TABLE)
     return AssetSpec(
         key=DEADLETTER_KEY,
-        description="Landed records no message table takes, each with a machine-readable reason: "
+        description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "")
+        + "Landed records no message table takes, each with a machine-readable reason: "
         + "; ".join(f"`{k}`: {v}" for k, v in REASONS.items()),
         group_name="events",
         kinds={"spark", "delta"},
         deps=[CATALOG_KEY],
-        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE},
+        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
+                  "dagster/uri": uris.as_uri(location), **({"catalog_error": catalog_error} if catalog_error else {})},
         tags={"layer": "messages"},
+        owners=[as_owner(o) for o in settings.owners],
+        code_version=code_version(catalake.platform),  # the whole engine decides where a record goes
+        # the nightly run (daily_events_schedule, 01:00 UTC) writes it: by 03:00 it is from that run
+        freshness_policy=FreshnessPolicy.cron(deadline_cron="0 3 * * *", lower_bound_delta=dt.timedelta(hours=2)),
     )
 
 
 def build_events_asset(settings: Settings):
-    specs = message_specs(settings)
+    specs, catalog_error = message_specs(settings)
     by_key = {spec.key: spec for spec in specs}
     partitions = daily_partitions(settings)
 
     @multi_asset(
         name="classify_events",
-        specs=[*specs, deadletter_spec()],
+        specs=[*specs, deadletter_spec(settings, catalog_error)],
         partitions_def=partitions,
         can_subset=True,
         check_specs=[
@@ -115,7 +125,7 @@ def build_events_asset(settings: Settings):
         selected = context.selected_asset_keys
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = {t.name for t in tables if key_of[t.name] in selected}
-        if not only:
+        if not only or (len(only) == len(tables) and DEADLETTER_KEY in selected):
             only = None  # the day: every table and the dead-letter table
         elif DEADLETTER_KEY in selected:
             only.add(DEADLETTER_TABLE)
@@ -131,8 +141,12 @@ def build_events_asset(settings: Settings):
         written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()
         with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
-            report_tables(context, settings, store, tables, written, key_of, only is None and result.kind == "full", result)
-            result.seconds["quality_docs"] = quality_checks(context, warehouse.local, written, key_of, result)
+            reported = report_tables(context, settings, store, tables, written, key_of,
+                                     only is None and result.kind == "full", result)
+        targets = materializations_of_run(context.instance, context.run_id, context.partition_key,
+                                          [key_of[t.name] for t in reported])
+        with event_batch(context.instance):
+            result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
         result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
         if DEADLETTER_TABLE not in result.written:
             return
@@ -142,6 +156,7 @@ def build_events_asset(settings: Settings):
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
         rows = sum(result.deadletter.values())
+        sql_of = {t.message.xid: t.message.table_name for t in tables}
         yield MaterializeResult(
             asset_key=DEADLETTER_KEY,
             metadata={
@@ -153,8 +168,9 @@ def build_events_asset(settings: Settings):
                     "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
                 "by_reason": MetadataValue.json(result.deadletter),
                 "per_table": MetadataValue.md(markdown_table(
-                    ["message", "rows"], [[x, n] for x, n in sorted(result.tables.items())]
-                    + [[f"deadletter: {r}", n] for r, n in sorted(result.deadletter.items())],
+                    ["table", "message", "rows"],
+                    [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])]
+                    + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
                 )),
                 "result": MetadataValue.json(result.as_json()),
                 "seconds": MetadataValue.json(result.seconds),
@@ -163,7 +179,7 @@ def build_events_asset(settings: Settings):
                 "skipped_landing_paths": MetadataValue.md("\n".join(
                     [f"- `{p}` (a symbolic link)" for p in result.skipped]
                     + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
-                "path": MetadataValue.path(store.path(DEADLETTER_TABLE)),
+                **table_location(store, DEADLETTER_TABLE),
             },
         )
         yield AssetCheckResult(
@@ -172,7 +188,7 @@ def build_events_asset(settings: Settings):
             passed=ok,
             severity=AssetCheckSeverity.ERROR,
             metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
-                      "per_table": MetadataValue.json(counts["per_table"])},
+                      "per_table": MetadataValue.json({n.rsplit("/", 1)[-1]: rows for n, rows in counts["per_table"].items()})},
         )
         yield AssetCheckResult(
             asset_key=DEADLETTER_KEY,
@@ -196,20 +212,23 @@ def partition_rows(store, name: str, day: dt.date, result) -> int:
     return rows if rows is not None else store.partition_rows(name, PARTITION_COLUMN, day)
 
 
-def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> None:
+def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> list:
     """A materialization of every table the run wrote (the day feeds it, or fed it before).
     Logged as events rather than yielded as outputs: Dagster checks every yielded output against
     all the others (quadratic in the number of tables; 80 s for 1,000 of them,
-    benchmarks/RESULTS.md)."""
+    benchmarks/RESULTS.md). Returns the tables reported."""
     day = dt.date.fromisoformat(context.partition_key)
+    reported = []
     for table in written:
+        rows = (partition_rows(store, table.name, day, result) if result.kind == "incremental"
+                else result.tables.get(table.message.xid, 0))
+        reported.append(table)
         context.log_event(AssetMaterialization(
             asset_key=key_of[table.name],
             partition=context.partition_key,
             metadata={
-                "dagster/partition_row_count": partition_rows(store, table.name, day, result) if result.kind == "incremental"
-                else result.tables.get(table.message.xid, 0),
-                "path": MetadataValue.path(store.path(table.name)),
+                "dagster/partition_row_count": rows,
+                **table_location(store, table.name),
                 **({"delta_version": result.versions[table.name]} if table.name in result.versions else {}),
                 "run_kind": result.kind,
                 **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
@@ -217,35 +236,67 @@ def report_tables(context, settings: Settings, store, tables, written, key_of, w
         ))
     if settings.record_empty and whole_day:
         # the day was processed for every table: one that got no event shows 0 rows rather
-        # than a missing partition (the check is not run: there is nothing to check)
+        # than a missing partition, and its check passes with nothing to check
         done = set(result.written)
         for table in tables:
             if table.name not in done:
+                reported.append(table)
                 context.log_event(AssetMaterialization(
                     asset_key=key_of[table.name], partition=context.partition_key,
-                    metadata={"dagster/partition_row_count": 0, "path": MetadataValue.path(store.path(table.name))},
+                    metadata={"dagster/partition_row_count": 0, **table_location(store, table.name)},
                 ))
+    return reported
 
 
-def quality_checks(context, warehouse: Path, tables, key_of, result):
-    """The `expectations` check of every written table, from the classification pass's results
+def table_location(store, name: str) -> dict:
+    """Where a table is, as Dagster's metadata names it: its SQL name and its URI."""
+    path = store.path(name)
+    return {"dagster/table_name": name.rsplit("/", 1)[-1], "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
+
+
+def materializations_of_run(instance, run_id: str, partition: str, keys: list[AssetKey]) -> dict:
+    """The materialization this run just stored for each key's partition: the target its check
+    evaluation is tied to (what Dagster looks up itself for a yielded check result). One query for
+    all keys; a key another run materialized since is looked up on its own."""
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
+    from dagster._core.storage.event_log.base import AssetRecordsFilter
+
+    targets = {}
+    for record in instance.get_asset_records(keys):
+        last = record.asset_entry.last_materialization_record
+        if last is not None and last.run_id == run_id and last.partition_key == partition:
+            targets[record.asset_entry.asset_key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
+    for key in keys:
+        if key not in targets:
+            found = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
+            if found.records and found.records[0].run_id == run_id:
+                last = found.records[0]
+                targets[key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
+    return targets
+
+
+def quality_checks(context, warehouse: Path, reported: list, key_of, result, targets: dict) -> float:
+    """The `expectations` check of every reported table, from the classification pass's results
     (no data read again), and the same results stored in the GX context as validation results
-    of the partition (the `data_docs` asset renders them). Returns the seconds spent writing
-    those documents."""
-    from catalake.platform.validation import SuiteOutcome, pass_outcome, store_validation_result, validation_result_document
+    of the partition (the `data_docs` asset renders them; the check links that day's page).
+    Returns the seconds spent writing those documents."""
+    from catalake.platform.validation import SuiteOutcome, day_page, pass_outcome, store_validation_result, validation_result_document
 
-    docs = warehouse / DOCS_INDEX
     writing = 0.0
-    for table in tables:
+    for table in reported:
         quality = result.quality.get(table.name)
-        if quality is None:
-            outcome = SuiteOutcome(table.message.table_name, 0, [])
+        if quality is None:  # nothing of this message this day
+            outcome = SuiteOutcome(table.message.table_name, 0, [], dropped=0)
         else:
             clock = time.perf_counter()
-            store_validation_result(warehouse, validation_result_document(
+            stored = store_validation_result(warehouse, validation_result_document(
                 table.name, table.message.table_name, result.partition, context.run_id, quality.results, quality.types,
                 quality.rejected))
             writing += time.perf_counter() - clock
-            outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected, docs)
-        context.log_event(check_evaluation(key_of[table.name], outcome, context.partition_key))
+            outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected,
+                                   day_page(warehouse, stored))
+        key = key_of[table.name]
+        context.log_event(check_evaluation(key, outcome, context.partition_key, targets.get(key)))
     return round(writing, 3)

@@ -2,17 +2,21 @@
 
 from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
+import catalake.platform.attributes
+import catalake.platform.expectations
 from catalake.platform.catalog import CatalogError
 from catalake.platform.message_table import message_tables
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, Warehouse
 
 from .messages import CATALOG_KEY
+from .metadata import code_version
 
 DATA_DOCS_KEY = "data_docs"
 
 
-@asset(group_name="catalog", kinds={"great_expectations"}, deps=[CATALOG_KEY], tags={"layer": "catalog"})
+@asset(group_name="catalog", kinds={"great_expectations"}, deps=[CATALOG_KEY], tags={"layer": "catalog"},
+       code_version=code_version(catalake.platform.expectations, catalake.platform.attributes))
 def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSource, warehouse: Warehouse) -> MaterializeResult:
     """One Great Expectations suite per message definition, generated from the catalog: required
     attributes not null, constant values, uritemplates as regexes, declared attribute types, and
@@ -52,8 +56,17 @@ def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, upstream):
         classification pass), listed in the site's index with every suite. Offline HTML under
         `gx/uncommitted/data_docs/local_site/`."""
         validator = warehouse.validator()
+        pages, missing = [], []
         for day in context.partition_keys:
-            index = validator.build_partition_docs(day)
-        return MaterializeResult(metadata={"index": MetadataValue.path(str(index)), "days": len(context.partition_keys)})
+            index, built, failed = validator.build_partition_docs(day)
+            pages += built
+            missing += failed
+        if missing:
+            raise Failure(description=f"GX did not render {len(missing)} of {len(pages)} validation page(s) (its log above "
+                          "says why)", metadata={"missing": MetadataValue.md("\n".join(f"- `{p}`" for p in missing))})
+        metadata = {"index": MetadataValue.path(str(index)), "days": len(context.partition_keys), "pages": len(pages)}
+        if len(pages) and len(context.partition_keys) == 1:
+            metadata["pages_of_the_day"] = MetadataValue.md("\n".join(f"- [{p.stem}]({p.as_uri()})" for p in pages))
+        return MaterializeResult(metadata=metadata)
 
     return data_docs

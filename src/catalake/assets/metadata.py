@@ -17,3 +17,19 @@ def column_schema(schema: StructType) -> TableSchema:
             for f in schema.fields
         ]
     )
+
+
+def code_version(*modules) -> str:
+    """A version of the code that computes an asset: a hash of the source files of its modules
+    (every module of a package), so it changes exactly when that code does (Dagster then marks the
+    materializations made by older code)."""
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for module in modules:
+        path = Path(module.__file__)
+        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+        for file in files:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:12]

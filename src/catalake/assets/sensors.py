@@ -5,6 +5,8 @@ from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, Sk
 from catalake.assets.events import INCREMENTAL_TAG
 from catalake.platform.landing import landing_partitions
 
+from .jobs import DAILY_SELECTION
+
 
 def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day"):
     @sensor(job=events_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.STOPPED)
@@ -16,7 +18,8 @@ def build_landing_sensor(events_job, landing_root, partitions_def, layout: str =
         now = landing_partitions(landing_root, layout)
         known = set(partitions_def.get_partition_keys())
         requests = [
-            RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day, tags={INCREMENTAL_TAG: "true"})
+            RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day, tags={INCREMENTAL_TAG: "true"},
+                       asset_selection=DAILY_SELECTION)
             for day, fingerprint in sorted(now.items())
             if seen.get(day) != fingerprint and day in known
         ]

@@ -33,7 +33,7 @@ from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
 from .expectations import suite_expectations
 from . import formats
 from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, Unsupported, display_path, read_piece
-from .uris import adopt
+from .uris import adopt, relative
 from .matcher import CompiledCatalog, Match, placeholder_pairs
 from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
 from .payload import compile_payload, uncompiled
@@ -68,6 +68,7 @@ class Plan:
     strict: bool = False
     # the driver's storage settings (uris.storage_environment), never shown
     storage: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
+    landing: str = ""  # the landing root: rows name their file relative to it (`source_file`)
 
 
 # -- Python validators (jsonschema / fastavro), for ambiguous payloads and schema keywords
@@ -403,7 +404,7 @@ class Classifier:
         names the files: task number and attempt)."""
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
-                shown = display_path(piece.path)
+                shown = display_path(relative(self.plan.landing, piece.path) if self.plan.landing else piece.path)
                 self.source(shown, piece.fields)
                 for line, raw in read_piece(piece):
                     yield shown, line, raw

@@ -245,7 +245,7 @@ def classify_partition(
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     clock = time.perf_counter()
     plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], frozenset(only) if only is not None else None, strict,
-                storage=uris.storage_environment())
+                storage=uris.storage_environment(), landing=uris.normalize(landing))
     where = layouts.parse(layout)
     listing = list_day(landing, day, where)
     files = listing.files
@@ -420,7 +420,7 @@ def classify_increment(
         return result
     ingested_at = ingested_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     plan = Plan(tuple(tables), store.root, day, ingested_at, uuid.uuid4().hex[:12], None, strict,
-                storage=uris.storage_environment())
+                storage=uris.storage_environment(), landing=uris.normalize(landing))
     if pending is not None:  # a run stopped before it finished: its very pieces again
         progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
         entry = pending

@@ -57,6 +57,9 @@ class Settings:
                            classified by local Python processes rather than a Spark job, on a
                            local master: the same tasks and files, without waiting for the JVM
                            (about 5 s); 0 sends every day through Spark
+    CATALAKE_OWNERS        owners of the message tables Dagster shows, separated by commas:
+                           e-mail addresses or 'team:<name>' (a group's or message's own
+                           `labels.owner` comes first)
     """
 
     catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
@@ -72,6 +75,7 @@ class Settings:
     record_empty: bool = True
     local_dir: Path | None = None
     local_task_bytes: int = 64 << 20
+    owners: tuple[str, ...] = ()
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
@@ -112,6 +116,7 @@ class Settings:
             record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
             local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
             local_task_bytes=int(env.get("CATALAKE_LOCAL_TASK_BYTES") or default.local_task_bytes),
+            owners=tuple(o.strip() for o in env.get("CATALAKE_OWNERS", "").split(",") if o.strip()),
         )
 
     @property

@@ -43,7 +43,7 @@ SCHEMA = StructType([
     _c("protocol", StringType(), True, "Protocol binding the record arrived by."),
     _c("event_type", StringType(), True, "CloudEvents type, when there is one."),
     _c("event_id", StringType(), True, "CloudEvents id, when there is one."),
-    _c("source_file", StringType(), False, "Landed file the record was read from."),
+    _c("source_file", StringType(), False, "Landed file the record was read from, as a path below the landing root (CATALAKE_LANDING)."),
     _c("source_line", LongType(), False, "Line (JSON lines), element (batch) or record (Avro, Parquet) number in the file, from 1."),
     _c("raw", StringType(), True, "The record as landed."),
     _c("ingested_at", TimestampType(), False, "When the partition run that wrote the row started."),

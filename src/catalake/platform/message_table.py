@@ -84,7 +84,7 @@ ATTRIBUTE_TYPES: dict[str, DataType] = {
 }
 
 LINEAGE_COLUMNS = [
-    StructField("source_file", StringType(), False, {"comment": "Landed file the record was read from."}),
+    StructField("source_file", StringType(), False, {"comment": "Landed file the record was read from, as a path below the landing root (CATALAKE_LANDING)."}),
     StructField("source_line", LongType(), False, {"comment": "Line (JSON lines), element (batch) or record (Avro, Parquet) number in the file, from 1."}),
     StructField("source_fields", TEXT_MAP, True, {"comment": SOURCE_FIELDS}),
     StructField("ingested_at", TimestampType(), False, {"comment": "When the partition run that wrote the row started."}),

@@ -60,6 +60,7 @@ class Binding:
     # may change them in transit, so a declared value describes the producer and never decides
     # a match (the matcher skips them); see each binding for the spec's reasons
     delivery_options: frozenset[str] = frozenset()
+    title: str = ""  # the protocol's name as people write it (Kafka, MQTT, ...)
 
 
 def http_header_value(value: str) -> str:
@@ -107,7 +108,7 @@ def amqp_properties(rec: dict) -> dict:
 
 
 KAFKA = Binding(
-    kind="kafka", family="KAFKA", header_member="headers", ce_prefixes=("ce_",),
+    kind="kafka", family="KAFKA", title="Kafka", header_member="headers", ce_prefixes=("ce_",),
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("payload", "value"), base64_member="payload_base64",
     address_option="topic", address=_member("topic"),
@@ -130,7 +131,7 @@ KAFKA = Binding(
 )
 
 MQTT = Binding(
-    kind="mqtt", family="MQTT", header_member="user_properties", ce_prefixes=("",),  # MQTT 5: properties named as the attributes
+    kind="mqtt", family="MQTT", title="MQTT", header_member="user_properties", ce_prefixes=("",),  # MQTT 5: properties named as the attributes
     content_type=lambda rec, h, p: as_text(rec.get("content_type")),
     payload_members=("payload", "value"), base64_member="payload_base64",
     address_option="topic_name", address=_member("topic_name"),
@@ -156,7 +157,7 @@ MQTT = Binding(
 )
 
 AMQP = Binding(
-    kind="amqp", family="AMQP", header_member="application_properties", ce_prefixes=("cloudevents:", "cloudevents_"),
+    kind="amqp", family="AMQP", title="AMQP", header_member="application_properties", ce_prefixes=("cloudevents:", "cloudevents_"),
     content_type=lambda rec, h, p: p.get("content-type"),
     payload_members=("body",), base64_member="body_base64",
     address_option=None, address=lambda rec, h, p: p.get("to") if p.get("to") is not None else p.get("subject"),
@@ -181,7 +182,7 @@ AMQP = Binding(
 )
 
 HTTP = Binding(
-    kind="http", family="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"), attribute_value=http_header_value,
+    kind="http", family="HTTP", title="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"), attribute_value=http_header_value,
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("body",), base64_member="body_base64",
     address_option="path", address=_member("path"),
@@ -198,7 +199,7 @@ HTTP = Binding(
 )
 
 NATS = Binding(
-    kind="nats", family="NATS", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    kind="nats", family="NATS", title="NATS", header_member="headers", ce_prefixes=("ce-", "ce_"),
     attribute_value=http_header_value,  # NATS headers are HTTP-style headers (NATS binding 3.1.3.2)
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("payload", "value"), base64_member="payload_base64",
@@ -214,7 +215,7 @@ NATS = Binding(
 )
 
 ROCKETMQ = Binding(
-    kind="rocketmq", family="ROCKETMQ", header_member="properties", ce_prefixes=("ce_",),
+    kind="rocketmq", family="ROCKETMQ", title="RocketMQ", header_member="properties", ce_prefixes=("ce_",),
     content_type=lambda rec, h, p: h.get("ce_contenttype") if h.get("ce_contenttype") is not None else h.get("ce_datacontenttype"),
     payload_members=("body",), base64_member="body_base64",
     address_option="topic", address=_member("topic"),
@@ -232,6 +233,12 @@ BINDINGS: dict[str, Binding] = {b.kind: b for b in (KAFKA, MQTT, AMQP, HTTP, NAT
 BY_FAMILY: dict[str, Binding] = {b.family: b for b in BINDINGS.values()}
 # the `protocol` member's value (upper-cased prefix) -> record kind; Kafka records have none
 PROTOCOL_PREFIXES = {"MQTT": "mqtt", "AMQP": "amqp", "HTTP": "http", "NATS": "nats", "ROCKETMQ": "rocketmq"}
+
+
+def binding_of_protocol(protocol: str | None) -> Binding | None:
+    """The binding of a catalog's `protocol` value (`KAFKA`, `MQTT/5.0`, `AMQP/1.0`, ...), or None."""
+    family = (protocol or "").split("/")[0].strip().upper()
+    return BY_FAMILY.get(family)
 
 
 def binding_of(rec: dict) -> Binding | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+from pathlib import Path
 import re
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -56,6 +57,11 @@ def join(base: str, *parts: str) -> str:
     if is_remote(base):
         return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts if p)])
     return os.path.join(base, *parts)
+
+
+def as_uri(location: str) -> str:
+    """A location as a URI (`file://` for the local disk): what Dagster's `dagster/uri` shows."""
+    return location if is_remote(location) else Path(os.path.abspath(location)).as_uri()
 
 
 def relative(base: str, location: str) -> str:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import orjson
 
 from .config import DOCS_INDEX, GX_SUITES, GX_VERSION, VALIDATIONS
-from .expectations import DERIVED, ERROR, Expectation, import_gx, expectation_summary, suite_document
+from .expectations import DERIVED, ERROR, OF_TYPE, Expectation, import_gx, expectation_summary, suite_document
 from .quality import ExpectationResult
 from .webassets import localize
 
@@ -60,10 +60,15 @@ class ExpectationOutcome:
 @dataclass
 class SuiteOutcome:
     suite: str
-    rows: int
+    rows: int  # records evaluated: the records matched (the pass), the stored rows (GX)
     outcomes: list[ExpectationOutcome]
-    docs: Path | None = None
+    docs: Path | None = None  # the data docs page of these results, or the site's index
     dropped: int | None = None  # from the classification pass: records dead-lettered for a rule (None: GX on stored rows)
+
+    @property
+    def stored(self) -> int:
+        """Rows of the partition in the table: the matched records less those dead-lettered."""
+        return self.rows - (self.dropped or 0)
 
     @property
     def success(self) -> bool:
@@ -156,20 +161,30 @@ class Validator:
             self._datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
         return self._datasource
 
-    def build_partition_docs(self, partition: str) -> Path:
+    def build_partition_docs(self, partition: str) -> tuple[Path, list[Path], list[Path]]:
         """Rebuild the data docs pages of one partition's stored results and the index, and the
         page of every suite that has none or changed since (the index lists the suites that
-        have a page: all of them, fed that day or not)."""
+        have a page: all of them, fed that day or not). Returns the index, the day's validation
+        pages, and those GX did not write (GX logs a page it fails to render and goes on)."""
         from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
-        keys = [k for k in self.context.validation_results_store.list_keys()
-                if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(f"{partition} ")]
+        results = [k for k in self.context.validation_results_store.list_keys()
+                   if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(f"{partition} ")]
+        keys = list(results)
         pages = self.docs_index.parent / "expectations"
         for key in self.context.expectations_store.list_keys():
             page, stored = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
             if not page.exists() or (stored.exists() and stored.stat().st_mtime > page.stat().st_mtime):
                 keys.append(key)
-        return self.build_docs(keys)
+        started = time.time() - 1
+        index = self.build_docs(keys)
+        stored = [self.root / VALIDATIONS / Path(*k.to_tuple()).with_suffix(".json") for k in results]
+        built = [day_page(self.root, path) for path in stored]
+        missing = [p for p in built if not p.exists() or p.stat().st_mtime < started]
+        for path, page in zip(stored, built):
+            if page not in missing:
+                annotate_page(page, orjson.loads(path.read_bytes()))
+        return index, built, missing
 
     def build_docs(self, keys: Sequence | None = None) -> Path:
         """Rebuild the data docs site (only the pages of `keys` and the index, when given), the
@@ -238,16 +253,23 @@ class Validator:
 def validation_result_document(table: str, suite: str, partition: str, run_id: str, results: Sequence[ExpectationResult],
                                types: list, rejected: int, now: dt.datetime | None = None) -> dict:
     """One table's pass results as a GX 1.x `ExpectationSuiteValidationResult` document, in GX's
-    own serialization (what its validation results store writes; tests load it back through GX)."""
+    own serialization (what its validation results store writes; tests load it back through GX).
+
+    What the page shows is what the `expectations` check shows in Dagster: the suite's
+    expectations plus the classifier's payload types row, counts over the records the pass
+    matched to the message, and on each a note (GX's expectation notes, the comment icon) with its
+    severity and, when it failed, what became of the records that broke it. (GX's own severity
+    field is not rendered, and its meta-properties columns fail on GX 1.x expectations.)"""
     now = now or dt.datetime.now(dt.timezone.utc)
-    evaluated = [{
-        "success": r.success,
-        "expectation_config": {"type": r.expectation.type, "kwargs": r.expectation.gx_kwargs(), "meta": r.expectation.meta,
-                               "severity": "critical" if r.severity == ERROR else "warning"},
-        "result": _result_dict(r),
-        "meta": {},
-        "exception_info": {"raised_exception": False, "exception_traceback": None, "exception_message": None},
-    } for r in results]
+    matched, _, type_unexpected, type_examples = types
+    stored = matched - rejected
+    evaluated = [_evaluated(r.expectation.type, r.expectation.gx_kwargs(), r.expectation.meta, r.severity, r.success,
+                            _result_dict(r), _note(r.severity, r.success, r.unexpected_count, matched, partition, stored))
+                 for r in results]
+    evaluated.append(_evaluated(
+        OF_TYPE, {"column": "data", "type_": "StructType"}, _types_meta(), ERROR, type_unexpected == 0,
+        _counts(matched, type_unexpected, type_unexpected / matched * 100 if matched else None, None, type_examples),
+        _note(ERROR, type_unexpected == 0, type_unexpected, matched, partition, stored)))
     passed = sum(1 for r in evaluated if r["success"])
     return {
         "id": None,
@@ -265,11 +287,91 @@ def validation_result_document(table: str, suite: str, partition: str, run_id: s
             "validation_time": now.strftime("%Y%m%dT%H%M%S.%fZ"),
             "active_batch_definition": {"datasource_name": "catalake classification pass", "data_connector_name": "landing",
                                         "data_asset_name": table, "batch_identifiers": {"event_date": partition}},
-            "batch_spec": {"table": table, "event_date": partition},
+            # the page's Overview names the data asset from here, "Show more info" lists it all
+            "batch_spec": {"data_asset_name": f"{suite} (event_date {partition})", "table": table, "event_date": partition,
+                           "records matched": matched, "records dead-lettered": rejected, "rows stored": stored},
             "catalake": {"partition": partition, "dagster_run_id": run_id, "table": table, "records_dropped": rejected,
-                         "payload_types": {"evaluated": types[0], "unexpected_count": types[2], "examples": _located(types[3])}},
+                         "payload_types": {"evaluated": matched, "unexpected_count": type_unexpected,
+                                           "examples": _located(type_examples)}},
         },
     }
+
+
+PANEL_ANCHOR = '<div id="section-1-content-block-3" class="col-12 p-1" >'  # GX's "Show more info..." block
+
+
+def annotate_page(page: Path, document: dict) -> bool:
+    """Add to a validation page's overview what GX's page does not show: each expectation's
+    severity, and what the counts are over and what became of the records that broke one (the
+    same words as the `expectations` check in Dagster). GX 1.x renders neither its own severity
+    field nor expectation notes on validation pages, so the panel is written into the page."""
+    html_text = page.read_text(encoding="utf-8")
+    if PANEL_ANCHOR not in html_text or 'id="catalake-severity"' in html_text:
+        return False
+    from html import escape
+
+    spec = document["meta"].get("batch_spec", {})
+    results = sorted(document["results"], key=lambda r: r["success"])
+    rows = "".join(
+        f"<tr><td>{escape(str(r['expectation_config']['kwargs'].get('column', '')))}</td>"
+        f"<td>{escape(r['expectation_config']['type'].removeprefix('expect_'))}</td>"
+        f"<td>{'ERROR' if r['expectation_config'].get('severity') == 'critical' else 'WARN'}</td>"
+        f"<td>{'pass' if r['success'] else '<b>FAIL</b>'}</td>"
+        f"<td>{escape(str(r['result'].get('unexpected_count', '')))}</td>"
+        f"<td>{escape(_what_happened(r))}</td></tr>"
+        for r in results)
+    counts = ""
+    if "records matched" in spec:
+        counts = (f"<p>{spec['records matched']} record(s) of {escape(str(spec.get('event_date', '')))} matched this "
+                  f"message; {spec['records dead-lettered']} broke an ERROR expectation and went to the dead-letter "
+                  f"table; the table holds {spec['rows stored']} row(s). Counts below are over the matched records.</p>")
+    panel = (f'<div id="catalake-severity" class="col-12 p-1"><h6>Severity and outcome</h6>{counts}'
+             '<table class="table table-sm"><thead><tr><th>column</th><th>expectation</th><th>severity</th>'
+             f'<th>result</th><th>unexpected</th><th>what happened</th></tr></thead><tbody>{rows}</tbody></table></div>')
+    page.write_text(html_text.replace(PANEL_ANCHOR, panel + PANEL_ANCHOR, 1), encoding="utf-8")
+    return True
+
+
+def _what_happened(result: dict) -> str:
+    unexpected = result["result"].get("unexpected_count")
+    if result["success"] or not unexpected:
+        return ""
+    if result["expectation_config"].get("severity") == "critical":
+        return f"{unexpected} record(s) dead-lettered (schema_violation)"
+    return f"{unexpected} record(s) stored all the same"
+
+
+def day_page(warehouse: Path, stored: Path) -> Path:
+    """The data docs page GX builds from a stored validation result (the `data_docs` asset)."""
+    relative = Path(stored).relative_to(Path(warehouse) / VALIDATIONS)
+    return Path(warehouse) / DOCS_INDEX.parent / "validations" / relative.with_suffix(".html")
+
+
+def _evaluated(type_: str, kwargs: dict, meta: dict, severity: str, success: bool, result: dict, note: str | None) -> dict:
+    config = {"type": type_, "kwargs": kwargs, "meta": meta, "severity": "critical" if severity == ERROR else "warning",
+              "notes": note}
+    return {"success": success, "expectation_config": config, "result": result, "meta": {},
+            "exception_info": {"raised_exception": False, "exception_traceback": None, "exception_message": None}}
+
+
+def _note(severity: str, success: bool, unexpected: int | None, matched: int, partition: str, stored: int) -> str:
+    """The expectation's severity, and for a failed one what its numbers are over and what became
+    of the records."""
+    if severity == ERROR:
+        note = "**Severity ERROR**: what the catalog requires; a record breaking it is dead-lettered."
+    else:
+        note = "**Severity WARN**: a record breaking it is stored all the same."
+    if success or not unexpected:
+        return note
+    over = f" Counted over the {matched} record(s) of {partition} matched to this message:"
+    if severity == ERROR:
+        return (f"{note}{over} the {unexpected} breaking it went to the dead-letter table (reason `schema_violation`); "
+                f"the table holds the {stored} that meet the suite.")
+    return f"{note}{over} the {unexpected} breaking it are among the {stored} stored."
+
+
+def _types_meta() -> dict:
+    return {"id": "data:type", "rule": TYPES, "source": "the message's data schema", "severity": ERROR}
 
 
 def store_validation_result(warehouse: Path, document: dict) -> Path:
@@ -290,18 +392,20 @@ def store_validation_result(warehouse: Path, document: dict) -> Path:
 def _result_dict(r: ExpectationResult) -> dict:
     """GX's `result` of a map expectation (BASIC/SUMMARY shape), from the pass's numbers."""
     e: Expectation = r.expectation
-    if e.type == "expect_column_values_to_be_of_type":
+    if e.type == OF_TYPE:
         return {"observed_value": e.kwargs.get("type_")}
-    out = {"element_count": r.element_count, "unexpected_count": r.unexpected_count,
-           "unexpected_percent": r.unexpected_percent,
-           "partial_unexpected_list": [x[0] for x in r.examples],
-           "partial_unexpected_index_list": [{"source_file": f, "source_line": n} for _, f, n in r.examples]}
-    if r.missing_count is not None:
-        nonnull = r.element_count - r.missing_count
-        out.update(missing_count=r.missing_count,
-                   missing_percent=r.missing_count / r.element_count * 100 if r.element_count else None,
-                   unexpected_percent_total=r.unexpected_count / r.element_count * 100 if r.element_count else None,
-                   unexpected_percent_nonmissing=r.unexpected_count / nonnull * 100 if nonnull else None)
+    return _counts(r.element_count, r.unexpected_count, r.unexpected_percent, r.missing_count, r.examples)
+
+
+def _counts(evaluated: int, unexpected: int, percent: float | None, missing: int | None, examples: list) -> dict:
+    out = {"element_count": evaluated, "unexpected_count": unexpected, "unexpected_percent": percent,
+           "partial_unexpected_list": [x[0] for x in examples],
+           "partial_unexpected_index_list": [{"source_file": f, "source_line": n} for _, f, n in examples]}
+    if missing is not None:
+        nonnull = evaluated - missing
+        out.update(missing_count=missing, missing_percent=missing / evaluated * 100 if evaluated else None,
+                   unexpected_percent_total=unexpected / evaluated * 100 if evaluated else None,
+                   unexpected_percent_nonmissing=unexpected / nonnull * 100 if nonnull else None)
     return out
 
 
