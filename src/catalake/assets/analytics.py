@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
 from catalake.platform import uris
 from catalake.platform.catalog import CatalogError, load_catalog
@@ -67,6 +68,21 @@ def _environment(**values: str):
                 os.environ[key] = value
 
 
+def _release(invocation) -> None:
+    """Close this process's DuckDB file that reading the column metadata opened (dbt-duckdb keeps
+    it in a class-level environment), so that the next dbt build can lock it."""
+    if invocation.adapter is not None:
+        invocation.adapter.cleanup_connections()
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    except ImportError:
+        return
+    with DuckDBConnectionManager._LOCK:
+        if DuckDBConnectionManager._ENV is not None:
+            DuckDBConnectionManager._ENV.close()
+            DuckDBConnectionManager._ENV = None
+
+
 class Translator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props) -> str:
         return "analytics"
@@ -90,7 +106,14 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
         with _environment(CATALAKE_WAREHOUSE=uris.normalize(warehouse.path),
                           CATALAKE_ANALYTICS_DB=str(warehouse.local / "analytics.duckdb")):
             invocation = dbt.cli(args, context=context)
-        yield from invocation.stream().fetch_column_metadata()
+            # the build first, then each model's columns and column lineage (dagster-dbt reads them
+            # through the dbt adapter in this process): DuckDB lets one process at a time open the
+            # file, so reading while dbt writes would fail one of them
+            events = list(invocation.stream())
+            try:
+                yield from DbtEventIterator(iter(events), dbt_cli_invocation=invocation).fetch_column_metadata()
+            finally:
+                _release(invocation)
 
     return analytics
 
