@@ -209,3 +209,49 @@ def test_the_readme_reads_map_columns_and_dates_with_their_types(demo_day, monke
     assert frame["event_date"].dtype.kind == "M" and str(frame["event_date"].iloc[0].date()) == DAY
     assert [str(t) for t in namespace["polars_types"]] == ["List(Struct({'key': String, 'value': String}))", "Date"]
     assert [str(t) for t in namespace["duckdb_types"]] == ["MAP(VARCHAR, VARCHAR)", "DATE"]
+
+
+def test_a_catalake_run_records_its_job_as_the_ui_loads_it(tmp_path, monkeypatch):
+    """`catalake run` launches the code location's own jobs: the UI finds the run's job snapshot
+    in the loaded code location, so "Re-execute" carries no warning that the job may differ."""
+    import importlib
+
+    import catalake.definitions
+
+    monkeypatch.setenv("CATALAKE_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        data, run = _launch_and_look(tmp_path)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(catalake.definitions)  # the environment's own definitions again, for other tests
+    assert data["runOrError"]["parentPipelineSnapshotId"] == data["pipelineOrError"]["pipelineSnapshotId"]
+
+
+def _launch_and_look(tmp_path):
+    import importlib
+
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
+
+    import catalake.definitions
+    from catalake.cli import _Launcher
+
+    with instance_for_test() as instance:
+        defs = importlib.reload(catalake.definitions).defs  # the code location, as `catalake run` takes it
+        launcher = _Launcher(defs, instance, from_location=True)
+        with runs_of_code_location(instance):
+            assert launcher.run("catalake_job").success
+            run = launcher.run("events_job", DAY, asset_selection=DAILY_SELECTION)
+        assert run.success and instance.get_run_by_id(run.run_id).tags["dagster/partition"] == DAY
+        origin = InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="catalake.definitions", attribute="defs"),
+                                             location_name="catalake")
+        with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origin)) as process:
+            data = _graphql(process.create_request_context(), """query($id: ID!) {
+                runOrError(runId: $id) { ... on Run { parentPipelineSnapshotId } }
+                pipelineOrError(params: {pipelineName: "events_job", repositoryName: "__repository__",
+                                         repositoryLocationName: "catalake"}) { ... on Pipeline { pipelineSnapshotId } } }""",
+                            {"id": run.run_id})
+    return data, run

@@ -212,13 +212,46 @@ def _run(args) -> int:
         return 2
     if _needs_spark(settings, days):
         _start_spark(settings)
-    defs = build_definitions(settings, analytics=not args.no_analytics)
     instance = dagster_instance()
+    if args.no_analytics:
+        defs = build_definitions(settings, analytics=False)
+    else:  # the code location itself: runs of its very jobs (same snapshots as the UI's)
+        from catalake.definitions import defs
     with runs_of_code_location(instance):  # the UI can re-execute them
-        return _run_days(args, settings, defs, instance, days)
+        return _run_days(args, settings, _Launcher(defs, instance, from_location=not args.no_analytics), instance, days)
 
 
-def _run_days(args, settings: Settings, defs, instance, days) -> int:
+class _Launcher:
+    """Runs of the definitions' jobs in this process. With a persistent instance and the code
+    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
+    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot;
+    otherwise `execute_in_process` (the UI then warns that the loaded job may differ)."""
+
+    def __init__(self, defs, instance, from_location: bool):
+        self.defs, self.instance = defs, instance
+        self.from_location = from_location and instance.is_persistent
+
+    def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None):
+        if not self.from_location:
+            return self.defs.resolve_job_def(job).execute_in_process(
+                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
+                asset_selection=asset_selection)
+        import os
+
+        from dagster import execute_job
+        from dagster._core.definitions.reconstruct import ReconstructableRepository
+
+        from catalake.instance import CODE_MODULE
+
+        repository = ReconstructableRepository.for_module(CODE_MODULE, "defs", working_directory=os.getcwd())
+        job_def = self.defs.resolve_job_def(job)
+        if partition is not None:
+            tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
+        return execute_job(repository.get_reconstructable_job(job), self.instance, tags=tags, raise_on_error=False,
+                           asset_selection=asset_selection)
+
+
+def _run_days(args, settings: Settings, launcher, instance, days) -> int:
     import json
     import time
 
@@ -232,18 +265,15 @@ def _run_days(args, settings: Settings, defs, instance, days) -> int:
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
         clock = time.perf_counter()
-        catalog_run = defs.resolve_job_def("catalake_job").execute_in_process(instance=instance, raise_on_error=False,
-                                                                              tags=cli_tags)
+        catalog_run = launcher.run("catalake_job", tags=cli_tags)
         if not catalog_run.success:
             print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
             return 1
         catalog_seconds = round(time.perf_counter() - clock, 3)
-    events_job = defs.resolve_job_def("events_job")
     status = 0
     for day in days:
-        run = events_job.execute_in_process(partition_key=day.isoformat(), instance=instance, raise_on_error=False,
-                                            asset_selection=DAILY_SELECTION,
-                                            tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
+        run = launcher.run("events_job", day.isoformat(), asset_selection=DAILY_SELECTION,
+                           tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
         result = None
         for event in run.get_asset_materialization_events():
             materialization = event.event_specific_data.materialization
@@ -258,8 +288,7 @@ def _run_days(args, settings: Settings, defs, instance, days) -> int:
             status = 1
             continue
         if not args.no_analytics:
-            analytics = defs.resolve_job_def("analytics_job").execute_in_process(tags=cli_tags,
-                partition_key=day.isoformat(), instance=instance, raise_on_error=False)
+            analytics = launcher.run("analytics_job", day.isoformat(), tags=cli_tags)
             if not analytics.success:
                 print(f"{day}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
                 status = 1

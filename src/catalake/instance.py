@@ -82,10 +82,11 @@ def dagster_instance():
 
 
 CODE_LOCATION = "catalake"  # workspace.yaml's location_name
+CODE_MODULE = "catalake.definitions"  # and its module
 
 
 @contextlib.contextmanager
-def runs_of_code_location(instance, module: str = "catalake.definitions", location: str = CODE_LOCATION) -> Iterator[None]:
+def runs_of_code_location(instance, module: str = CODE_MODULE, location: str = CODE_LOCATION) -> Iterator[None]:
     """Runs created in this process (`execute_in_process`) as if launched from the code location
     of workspace.yaml: they carry its origin, so the UI can re-execute them (a run without one
     has no code location to re-execute from). Dagster's `execute_in_process` takes no origin,
