@@ -9,6 +9,7 @@ from pathlib import Path
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
 from catalake.platform import layouts, uris
 from catalake.platform.config import Settings
+from catalake.platform.context import Context
 from catalake.platform.report import catalog_rows, text_table
 
 
@@ -118,7 +119,7 @@ def _start_spark(settings: Settings) -> None:
     request then gets this same session."""
     import threading
 
-    from catalake.platform.classify import warm_up
+    from catalake.platform.sparkjobs import warm_up
     from catalake.platform.spark import build_session
 
     def start() -> None:
@@ -142,7 +143,7 @@ def _catalog_current(instance, settings: Settings) -> bool:
 
     from catalake.platform.catalog_table import CATALOG_TABLE
     from catalake.platform.config import SUITES_DIR
-    from catalake.platform.message_table import catalog_fingerprint, message_tables
+    from catalake.platform.message_table import catalog_fingerprint
 
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
     if event is None or event.asset_materialization is None:
@@ -153,7 +154,7 @@ def _catalog_current(instance, settings: Settings) -> bool:
     if stored is None or path is None or path.value != uris.join(settings.warehouse, CATALOG_TABLE):
         return False
     try:
-        tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+        tables = Context(settings).tables
     except CatalogError:
         return False
     suites = settings.local / SUITES_DIR
@@ -177,10 +178,8 @@ def _not_partitions(settings: Settings, days) -> str | None:
 
 def _check_catalog(settings: Settings) -> None:
     """A catalog that cannot be used fails before any run, in one line naming its first problem."""
-    from catalake.platform.message_table import message_tables
-
     try:
-        message_tables(load_catalog(settings.catalog), settings.roots)
+        Context(settings).tables
     except CatalogError as exc:
         first = str(exc.problems[0]) if exc.problems else str(exc)
         raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
@@ -343,12 +342,10 @@ def _sql(args) -> int:
         from pyspark.errors import PySparkException
 
         from catalake.platform.analyst import sql
-        from catalake.platform.spark import build_session
-        from catalake.platform.storage import DeltaStore
 
-        spark = build_session(settings.spark_master, app_name="catalake-sql", conf=dict(settings.spark_conf))
+        context = Context(settings, "catalake-sql")
         try:
-            frame = sql(spark, DeltaStore(spark, settings.warehouse, settings.delta_backend), args.query)
+            frame = sql(context.spark, context.store, args.query)
             columns, rows = frame.columns, frame.limit(args.limit).collect()
         except PySparkException as exc:
             raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
@@ -367,18 +364,12 @@ def _dbt_project(args) -> int:
 
 def _validate(args) -> int:
     """GX's own checkpoint on stored partitions: exit 1 when a stored row breaks an ERROR expectation."""
-
-    from catalake.platform.message_table import message_tables
-    from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
     from catalake.platform.validation import Validator, validate_stored
 
-    settings = Settings.from_env()
+    context = Context.from_env("catalake-validate")
     day = _date(args.date, "--date")
-    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
-    spark = build_session(settings.spark_master, app_name="catalake-validate", conf=dict(settings.spark_conf))
-    store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
-    outcomes = validate_stored(spark, store, tables, day, args.table or None, Validator(settings.local))
+    outcomes = validate_stored(context.spark, context.store, context.tables, day, args.table or None,
+                               Validator(context.settings.local))
     if args.table and not outcomes:
         print(f"no stored partition {day} for {', '.join(args.table)}", file=sys.stderr)
         return 1
@@ -410,19 +401,13 @@ def _drift(args) -> int:
 
 def _replay(args) -> int:
     """Re-match the dead letters of a range of days against the current catalog."""
-    from catalake.platform.message_table import message_tables
     from catalake.platform.replay import replay_partition
-    from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
 
-    settings = Settings.from_env()
+    context = Context.from_env("catalake-replay")
     days = _days(args)
-    tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
-    spark = build_session(settings.spark_master, app_name="catalake-replay", conf=dict(settings.spark_conf))
-    store = DeltaStore(spark, settings.warehouse, settings.delta_backend)
     rows = []
     for day in days:
-        result = replay_partition(spark, store, tables, day)
+        result = replay_partition(context.spark, context.store, context.tables, day)
         moves = sorted(result.moved.items()) or [("nothing moved", 0)]
         rows += [[day.isoformat(), result.deadletters, move, n] for move, n in moves]
     print(text_table(["day", "dead letters", "moved (reason -> table)", "rows"], rows))

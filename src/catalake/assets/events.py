@@ -122,13 +122,8 @@ def build_events_asset(settings: Settings):
         except CatalogError as exc:
             raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
         key_of = {t.name: message_key(t.message) for t in tables}
-        selected = context.selected_asset_keys
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
-        only = {t.name for t in tables if key_of[t.name] in selected}
-        if not only or (len(only) == len(tables) and DEADLETTER_KEY in selected):
-            only = None  # the day: every table and the dead-letter table
-        elif DEADLETTER_KEY in selected:
-            only.add(DEADLETTER_TABLE)
+        only = selected_tables(context.selected_asset_keys, tables, key_of)
         store = warehouse.store(spark)  # Spark started only for a day too large for local processes
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
             result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
@@ -155,55 +150,73 @@ def build_events_asset(settings: Settings):
         ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
-        rows = sum(result.deadletter.values())
-        sql_of = {t.message.xid: t.message.table_name for t in tables}
-        yield MaterializeResult(
-            asset_key=DEADLETTER_KEY,
-            metadata={
-                "dagster/partition_row_count": rows,
-                "records_read": result.records,
-                "run_kind": result.kind,
-                **({"fallback": result.fallback} if result.fallback else {}),
-                **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
-                    "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
-                "by_reason": MetadataValue.json(result.deadletter),
-                "per_table": MetadataValue.md(markdown_table(
-                    ["table", "message", "rows"],
-                    [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])]
-                    + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
-                )),
-                "result": MetadataValue.json(result.as_json()),
-                "seconds": MetadataValue.json(result.seconds),
-                "landing": result.landing,
-                "landing_files": len(result.files),
-                "skipped_landing_paths": MetadataValue.md("\n".join(
-                    [f"- `{p}` (a symbolic link)" for p in result.skipped]
-                    + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
-                **table_location(store, DEADLETTER_TABLE),
-            },
-        )
-        yield AssetCheckResult(
-            asset_key=DEADLETTER_KEY,
-            check_name="conservation",
-            passed=ok,
-            severity=AssetCheckSeverity.ERROR,
-            metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
-                      "per_table": MetadataValue.json({n.rsplit("/", 1)[-1]: rows for n, rows in counts["per_table"].items()})},
-        )
-        yield AssetCheckResult(
-            asset_key=DEADLETTER_KEY,
-            check_name="landing",
-            passed=result.landing != "missing",
-            severity=AssetCheckSeverity.WARN,
-            description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
-                         f"{landing.root}: nothing was read" if result.landing == "missing" else None),
-            metadata={"landing": result.landing, "root": landing.root, "layout": landing.layout, "files": len(result.files)},
-        )
+        yield deadletter_materialization(result, store, tables)
+        yield from deadletter_checks(result, ok, counts, landing, day)
 
     return classify_events
 
 
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
+
+
+def selected_tables(selected, tables, key_of) -> set[str] | None:
+    """The tables a run writes: None for the whole day (`deadletter` selected alone, or every
+    asset), else the selected message tables (and `deadletter` when it is selected too)."""
+    only = {t.name for t in tables if key_of[t.name] in selected}
+    if not only or (len(only) == len(tables) and DEADLETTER_KEY in selected):
+        return None
+    return only | ({DEADLETTER_TABLE} if DEADLETTER_KEY in selected else set())
+
+
+def deadletter_materialization(result, store, tables) -> MaterializeResult:
+    """The day's `deadletter` partition, with what the run read and where every record went."""
+    sql_of = {t.message.xid: t.message.table_name for t in tables}
+    return MaterializeResult(
+        asset_key=DEADLETTER_KEY,
+        metadata={
+            "dagster/partition_row_count": sum(result.deadletter.values()),
+            "records_read": result.records,
+            "run_kind": result.kind,
+            **({"fallback": result.fallback} if result.fallback else {}),
+            **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
+                "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
+            "by_reason": MetadataValue.json(result.deadletter),
+            "per_table": MetadataValue.md(markdown_table(
+                ["table", "message", "rows"],
+                [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])]
+                + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
+            )),
+            "result": MetadataValue.json(result.as_json()),
+            "seconds": MetadataValue.json(result.seconds),
+            "landing": result.landing,
+            "landing_files": len(result.files),
+            "skipped_landing_paths": MetadataValue.md("\n".join(
+                [f"- `{p}` (a symbolic link)" for p in result.skipped]
+                + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
+            **table_location(store, DEADLETTER_TABLE),
+        },
+    )
+
+
+def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date):
+    """`conservation` (every record read is in exactly one table) and `landing` (the day's folder was there)."""
+    yield AssetCheckResult(
+        asset_key=DEADLETTER_KEY,
+        check_name="conservation",
+        passed=ok,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
+                  "per_table": MetadataValue.json({n.rsplit("/", 1)[-1]: rows for n, rows in counts["per_table"].items()})},
+    )
+    yield AssetCheckResult(
+        asset_key=DEADLETTER_KEY,
+        check_name="landing",
+        passed=result.landing != "missing",
+        severity=AssetCheckSeverity.WARN,
+        description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
+                     f"{landing.root}: nothing was read" if result.landing == "missing" else None),
+        metadata={"landing": result.landing, "root": landing.root, "layout": landing.layout, "files": len(result.files)},
+    )
 
 
 def partition_rows(store, name: str, day: dt.date, result) -> int:

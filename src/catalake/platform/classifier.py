@@ -15,9 +15,7 @@ tasks, one per piece of the day's files, and the executors do the rest.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import io
 import os
 import shutil
 import tempfile
@@ -27,24 +25,32 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import orjson
 import pyarrow as pa
 
-from . import strictjson
+from . import cloudevents, strictjson
 from .attributes import PARSERS, column_value
-from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA
+from .deadletter import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA, DeadLetterRow
 from .expectations import suite_expectations
 from . import formats
 from .landing import MAX_RECORD_BYTES, Corrupt, Piece, TooLarge, Unsupported, display_path, read_piece
 from .uris import adopt, relative
-from .matcher import CompiledCatalog, Match, placeholder_pairs
-from .message_table import CORE_ATTRIBUTES, PARTITION_COLUMN, MessageTable
+from .matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
+from .message_table import PARTITION_COLUMN, MessageTable
 from .payload import compile_payload, uncompiled
 from .protocols import BINDINGS
 from .quality import SuiteCheck, failure_detail
 from .records import MISSING, Record, batch_events, normalize, record_fault
 from .runs import alive
-from .schemas.avro import named_type
+from .schemas.languages import BY_FAMILY as LANGUAGES
+from .schemas.validators import (
+    ENDLESS_REF,
+    MAX_ERRORS,
+    ValidatorSpec,
+    jsonschema_rule,
+    jsonschema_validator,
+    schema_errors,
+)
 from .storage import PartFiles, arrow_schema
+from .schemas import keys
 
-MAX_ERRORS = 3  # validation errors kept in the dead-letter detail
 # dead-letter reasons a catalog change can undo (replay); the others are the record's own faults
 REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload"})
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
@@ -71,113 +77,13 @@ class Plan:
     landing: str = ""  # the landing root: rows name their file relative to it (`source_file`)
 
 
-# -- Python validators (jsonschema / fastavro), for ambiguous payloads and schema keywords
-
-def validator_spec(table: MessageTable) -> tuple | None:
+def validator_spec(table: MessageTable) -> ValidatorSpec | None:
+    """What the table's data schema validator and decoder are built from, when its language has them."""
     s = table.data_schema
-    if s is not None and s.family in ("jsonschema", "avro"):
-        return (s.family, s.content, s.document, s.type_name)
+    language = LANGUAGES.get(s.family) if s is not None else None
+    if language is not None and language.validator is not None:
+        return ValidatorSpec(s.family, s.content, s.document, s.type_name)
     return None
-
-
-def jsonschema_validator(content, document):
-    import jsonschema
-    from referencing import Registry
-
-    from .schemas.json_schema import resource
-
-    root = document if isinstance(document, dict) else content
-    registry = Registry().with_resource("urn:catalake:data-schema", resource(root))
-    # without `$schema`, draft-07, as the mapping reads it (schemas/json_schema.py `resource`)
-    cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {}, default=jsonschema.Draft7Validator)
-    return cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
-
-
-ENDLESS_REF = ("data:$ref", "data: the data schema refers to itself without end (a $ref cycle that reads no data)")
-
-
-def schema_errors(validator, value) -> list | None:
-    """jsonschema's errors for `value`, by path; None when the schema recurses without end
-    (`{"$ref": "#"}` is a valid schema that no validator can finish)."""
-    try:
-        return sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    except RecursionError:
-        return None
-
-
-# jsonschema's keyword -> the rule the native checks and the suite name it by
-NATIVE_RULES = {"minimum": "range", "maximum": "range", "exclusiveMinimum": "range", "exclusiveMaximum": "range",
-                "minLength": "length", "maxLength": "length", "const": "enum", "minItems": "items", "maxItems": "items"}
-
-
-def _jsonschema_rule(error) -> tuple[str, str]:
-    """A jsonschema error as (rule id, message), named as the native checks name theirs
-    (`data.a:type`; a missing property at the property: `data.a:required`)."""
-    path = "data" + "".join(f".{p}" for p in error.absolute_path)
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [n for n in error.validator_value if n not in error.instance]
-        name = next((n for n in missing if error.message.startswith(repr(n))), None)
-        if name is not None:
-            return f"{path}.{name}:required", f"{path}.{name}: is a required property"
-    return f"{path}:{NATIVE_RULES.get(error.validator, error.validator)}", f"{path}: {error.message}"
-
-
-def make_validator(spec: tuple) -> Callable[[Any], list[str]]:
-    """The data schema's own validator: value -> its first error messages."""
-    family, content, document, type_name = spec
-    if family == "jsonschema":
-        validator = jsonschema_validator(content, document)
-
-        def errors(value) -> list[str]:
-            found = schema_errors(validator, value)
-            if found is None:
-                return [ENDLESS_REF[1]]
-            return [f"data{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in found[:MAX_ERRORS]]
-
-        return errors
-    import fastavro
-    from fastavro.validation import ValidationError, validate
-
-    parsed = fastavro.parse_schema(named_type(content, type_name))
-
-    def avro_errors(value) -> list[str]:
-        try:
-            validate(value, parsed, raise_errors=True)
-            return []
-        except ValidationError as exc:
-            return [f"data: {e}" for e in exc.errors[:MAX_ERRORS]] or ["data: does not match the Avro schema"]
-        except Exception as exc:  # fastavro raises plain errors for some shapes
-            return [f"data: {exc}"]
-
-    return avro_errors
-
-
-def _avro_json(value):
-    # logical types back to the JSON encoding the payload typing expects (payload.py)
-    if isinstance(value, dt.datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return (value - dt.date(1970, 1, 1)).days
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)
-
-
-def avro_decoder(spec: tuple) -> Callable[[str], Any]:
-    """Base64 Avro binary (schemaless, per the definition's schema) -> its JSON value, or MISSING."""
-    import fastavro
-
-    _, content, _, type_name = spec
-    parsed = fastavro.parse_schema(named_type(content, type_name))
-
-    def decode(blob: str):
-        try:
-            record = fastavro.schemaless_reader(io.BytesIO(base64.b64decode(blob)), parsed, parsed)
-            return orjson.loads(orjson.dumps(record, default=_avro_json))
-        except Exception:  # noqa: BLE001 - any decoding failure is a malformed payload
-            return MISSING
-
-    return decode
 
 
 # -- one table's rows
@@ -206,15 +112,16 @@ class TableSpec:
         data = table.schema["data"]
         self.payload = compile_payload(data.dataType, data.metadata, covered)
         spec = validator_spec(table)
-        self.avro = avro_decoder(spec) if spec and spec[0] == "avro" else None
+        decoder = LANGUAGES[spec.family].decoder if spec else None
+        self.avro = decoder(spec) if decoder else None
         document = (table.data_schema.document or table.data_schema.content) if table.data_schema else None
         # the keywords jsonschema decides: those not compiled exactly, and every $ref when one
         # recurses (its values are kept as JSON text, unchecked)
-        self.uncompiled = (uncompiled(document) | ({"$ref"} if "catalake.recursion" in data.json() else set())
-                           if spec and spec[0] == "jsonschema" else set())
-        self.jsonschema = jsonschema_validator(spec[1], spec[2]) if self.uncompiled else None
-        is_ce = (message.envelope or "").lower().startswith("cloudevents")
-        declared = (set(message.attributes) | set(CORE_ATTRIBUTES)) if is_ce else set()
+        self.uncompiled = (uncompiled(document) | ({"$ref"} if keys.RECURSION in data.json() else set())
+                           if spec and spec.family == "jsonschema" else set())
+        self.jsonschema = jsonschema_validator(spec.content, spec.document) if self.uncompiled else None
+        is_ce = cloudevents.is_envelope(message.envelope)
+        declared = (set(message.attributes) | set(cloudevents.BY_NAME)) if is_ce else set()
         placeholders = {f"placeholder_{n}": n for n in message.placeholders}
         binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
         ingested = plan.ingested_at
@@ -280,7 +187,7 @@ class TableSpec:
             # jsonschema leaves `$ref` out of its paths: a $ref not compiled makes every error count
             if "$ref" not in self.uncompiled and self.uncompiled.isdisjoint(map(str, e.absolute_schema_path)):
                 continue  # compiled exactly: the native checks found it
-            rule, message = _jsonschema_rule(e)
+            rule, message = jsonschema_rule(e)
             if rule not in seen:
                 seen.add(rule)
                 found.append((rule, message))
@@ -359,6 +266,11 @@ class TaskResult:
     deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
     per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
+
+    def summary(self) -> dict:
+        """What crosses back to the driver (as JSON), merged there by `classify.Merged`."""
+        return {"records": self.records, "files": self.files, "rows": self.rows, "tallies": self.tallies,
+                "deadletter": self.deadletter, "per_file": self.per_file, "moved": self.moved}
 
 
 class Classifier:
@@ -502,10 +414,10 @@ class Classifier:
         attrs = rec.attrs if rec is not None and rec.attrs is not None else {}
         kind = rec.kind if rec is not None else ("malformed_json" if reason in NOT_JSON else None)
         text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
-        self._add(DEADLETTER_TABLE, self.deadletter_schema, [
+        self._add(DEADLETTER_TABLE, self.deadletter_schema, DeadLetterRow(
             reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
             attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [], self.fields,
-        ])
+        ))
 
     def classify(self, source_file: str, line: int, raw) -> None:
         if isinstance(raw, TooLarge):
@@ -542,9 +454,9 @@ class Classifier:
             self.deadletter(*fault, source_file, line, raw, rec)
             return
         m = self.matcher.match(rec)
-        if m.status == "ambiguous":
+        if m.status == MatchStatus.AMBIGUOUS:
             m = self.resolve(rec, m)
-        if m.status != "matched":
+        if m.status != MatchStatus.MATCHED:
             self.unmatched(rec, m, source_file, line, raw)
             return
         checked = self.typed(rec, m, source_file, line)
@@ -596,18 +508,18 @@ class Classifier:
                     if record_fault(rec) is not None:
                         continue
                     m = self.matcher.match(rec)
-                    m = self.resolve(rec, m) if m.status == "ambiguous" else m
-                    if m.status == "matched":
+                    m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
+                    if m.status == MatchStatus.MATCHED:
                         checked = self.typed(rec, m, piece.path, line)
                         out.setdefault(checked.spec.name, []).append(checked)
         return out
 
     def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:
         candidates = [d.xid for d in m.candidates]
-        if m.status == "missing_required_attribute":
+        if m.status == MatchStatus.MISSING:
             names = ", ".join(dict.fromkeys(k.split(":", 1)[1] for k in m.missing))
             self.deadletter("missing_required_attribute", f"missing: {names}", source_file, line, raw, rec, candidates)
-        elif m.status == "ambiguous":
+        elif m.status == MatchStatus.AMBIGUOUS:
             self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
         else:
             detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
@@ -625,14 +537,14 @@ class Classifier:
                 if spec is None:
                     notes.append(f"{d.xid}: no schema to decide with")
                     continue
-                check = self.validators[d.idx] = make_validator(spec)
+                check = self.validators[d.idx] = LANGUAGES[spec.family].validator(spec)
             problems = check(value)
             if problems:
                 notes.append(f"{d.xid}: {problems[0]}")
             else:
                 valid.append(d)
         if len(valid) == 1:
-            return Match("matched", valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec)))
+            return Match(MatchStatus.MATCHED, valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec)))
         m.detail = f"{len(valid)} of {len(m.candidates)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else "")
         return m
 

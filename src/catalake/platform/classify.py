@@ -27,22 +27,21 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
-from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
 from . import increments, recovery
 from .catalog.model import Catalog
-from .classifier import Plan, TaskResult, classifier_for
+from .classifier import Plan, classifier_for
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from . import layouts, uris
 from .landing import Piece, display_path, list_day, pack, plan_tasks, tiling_faults
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from .expectations import suite_expectations
-from .quality import ExpectationResult, merge_tallies, results
+from .quality import Counts, ExpectationResult, merge_tallies, results
 from .spark import is_session
+from .sparkjobs import TASK_OUTPUT, job_group, parallelism
 from .storage import DeltaStore, StorageError
 
-OUTPUT = "task int, json string"
 COMMIT_THREADS = 8
 
 
@@ -52,12 +51,12 @@ class TableQuality:
 
     table: MessageTable
     results: list[ExpectationResult]
-    types: list  # [evaluated, missing, unexpected, examples] of the `type` rule
+    types: Counts  # the classifier's `type` rule: payload values of the wrong JSON kind
     rejected: int  # records dead-lettered for breaking a rule (schema_violation, malformed_payload)
 
     @property
     def matched(self) -> int:
-        return self.types[0]
+        return self.types.evaluated
 
 
 @dataclass
@@ -94,36 +93,6 @@ class PartitionResult:
         return out
 
 
-def _has_partition(store: DeltaStore, name: str, day: dt.date) -> bool:
-    """Whether the table may hold rows of `day` (a cheap directory check on local warehouses;
-    a false positive only costs an overwrite with nothing)."""
-    filesystem, path = uris.filesystem(uris.join(store.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
-    return filesystem.get_file_info(path).type == pafs.FileType.Directory
-
-
-def _parallelism(spark: SparkSession) -> int:
-    try:
-        return max(int(spark.sparkContext.defaultParallelism), 1)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        return os.cpu_count() or 2
-
-
-@contextmanager
-def _job_group(spark: SparkSession, group: str, description: str):
-    """The pass's Spark job named in the Spark UI and event log (classic Spark only)."""
-    try:
-        context = spark.sparkContext
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        yield
-        return
-    context.setJobGroup(group, description)
-    try:
-        yield
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
-        context.setLocalProperty("spark.job.description", None)
-
-
 def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
     """The function of the Spark job: task ids in, one JSON summary per task out."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -135,7 +104,7 @@ def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
         for batch in batches:
             for task in batch.column(0).to_pylist():
                 result = classifier.run(f"{task}.{attempt}", tasks[task])
-                yield pa.record_batch([pa.array([task], pa.int32()), pa.array([json.dumps(_summary(result))])],
+                yield pa.record_batch([pa.array([task], pa.int32()), pa.array([json.dumps(result.summary())])],
                                       names=["task", "json"])
 
     return run
@@ -144,7 +113,7 @@ def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
 def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
     """One task in a local worker process (run_local)."""
     plan, task, pieces = work
-    return _summary(classifier_for(plan).run(f"{task}.0", pieces))
+    return classifier_for(plan).run(f"{task}.0", pieces).summary()
 
 
 IN_PROCESS_BYTES = 8 << 20  # tasks reading at most this much run in the calling process
@@ -177,6 +146,7 @@ class Merged:
     tallies: dict[str, list] = field(default_factory=dict)  # table -> the tasks' quality tallies
     deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
     per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+    moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
 
     @classmethod
     def of(cls, summaries: list[dict]) -> "Merged":
@@ -187,7 +157,8 @@ class Merged:
                 merged.written.setdefault(name, []).extend(files)
             for name, tally in s["tallies"].items():
                 merged.tallies.setdefault(name, []).append(tally)
-            for counts, into in ((s["rows"], merged.rows), (s["deadletter"], merged.deadletter), (s["per_file"], merged.per_file)):
+            for counts, into in ((s["rows"], merged.rows), (s["deadletter"], merged.deadletter), (s["per_file"], merged.per_file),
+                                 (s["moved"], merged.moved)):
                 for key, n in counts.items():
                     into[key] = into.get(key, 0) + n
         return merged
@@ -201,8 +172,7 @@ def table_quality(table: MessageTable, tallies: list, strict: bool) -> TableQual
     """A table's expectations in a partition, from the tasks' tallies merged."""
     expectations = suite_expectations(table, strict)
     counts, types, rejected = merge_tallies(tallies, len(expectations))
-    return TableQuality(table, results(expectations, counts), [types.evaluated, types.missing, types.unexpected, types.examples],
-                        rejected)
+    return TableQuality(table, results(expectations, counts), types, rejected)
 
 
 def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> Merged:
@@ -211,16 +181,11 @@ def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) 
         return Merged()
     if session is None:
         return Merged.of(run_local(plan, tasks))
-    with _job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
-        rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), OUTPUT).collect()
+    with job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
+        rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), TASK_OUTPUT).collect()
     if sorted(r["task"] for r in rows) != list(range(len(tasks))):
         raise StorageError(f"{plan.day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
     return Merged.of([json.loads(r["json"]) for r in rows])
-
-
-def _summary(result: TaskResult) -> dict:
-    return {"records": result.records, "files": result.files, "rows": result.rows, "tallies": result.tallies,
-            "deadletter": result.deadletter, "per_file": result.per_file}
 
 
 def classify_partition(
@@ -261,7 +226,7 @@ def classify_partition(
     clock = time.perf_counter()
     session = None if local else (spark if is_session(spark) else spark())
     seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
-    tasks = plan_tasks(files, (os.cpu_count() or 2) if local else _parallelism(session)) if files else []
+    tasks = plan_tasks(files, (os.cpu_count() or 2) if local else parallelism(session)) if files else []
     faults = tiling_faults(files, tasks)
     if faults:  # never expected: the planner cuts each file once, at line ends
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
@@ -313,7 +278,7 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
     writes = plan.write
     # every table the partition feeds, and every table that held rows of it before (emptied)
     with store.loaded_once():  # each table's log loaded once for the sync, the commit and the count
-        touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or _has_partition(store, t.name, day))]
+        touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or store.has_partition(t.name, day))]
         sync_message_tables(store, touched)  # created / evolved as the catalog says
         commits = {t.name: written.get(t.name, []) for t in touched}
         if writes is None or DEADLETTER_TABLE in writes:
@@ -355,31 +320,12 @@ def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date
     snapshot each commit left loaded (PartitionResult.stored): their logs are not read again."""
     stored = {n: rows for n, rows in (stored or {}).items() if rows is not None}
     names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE]
-             if n not in stored and _has_partition(store, n, day) and store.exists(n)]
+             if n not in stored and store.has_partition(n, day) and store.exists(n)]
     with ThreadPoolExecutor(COMMIT_THREADS) as pool:  # one Delta log read per table
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
-    counts.update({n: rows for n, rows in stored.items() if rows or _has_partition(store, n, day)})
+    counts.update({n: rows for n, rows in stored.items() if rows or store.has_partition(n, day)})
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}
-
-
-def _import_engine(batches):
-    import pyarrow as pa
-
-    from . import classifier  # noqa: F401 - what a partition run's workers import first
-
-    for _ in batches:
-        yield pa.record_batch([pa.array([0], pa.int32())], names=["ready"])
-
-
-def warm_up(session: SparkSession) -> None:
-    """One tiny job over every core: the JVM compiles its first plan and the Python workers start
-    and import the engine, so the first real job of a run does not pay for it."""
-    try:
-        cores = max(int(session.sparkContext.defaultParallelism), 1)
-    except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
-        return
-    session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()
 
 
 # -- incremental runs (increments.py)
@@ -440,7 +386,7 @@ def classify_increment(
         local = size <= local_bytes
         session = None if local else (spark if is_session(spark) else spark())
         tasks = pack([(p.length, p) for p in pieces],
-                     (os.cpu_count() or 2) if local else _parallelism(session))
+                     (os.cpu_count() or 2) if local else parallelism(session))
         progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
         with _day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
             clock = time.perf_counter()

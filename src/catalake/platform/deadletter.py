@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from pyspark.sql.types import ArrayType, DateType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 DEADLETTER_TABLE = "deadletter"
@@ -53,3 +55,25 @@ SCHEMA = StructType([
        "and `<path>:type` for a value of the wrong kind)."),
     _c("source_fields", MapType(StringType(), StringType(), True), True, SOURCE_FIELDS),
 ])
+
+
+class DeadLetterRow(NamedTuple):
+    """One dead-letter row as the classifier writes it: the table's columns in order, but for the
+    partition column (the run's day)."""
+
+    reason: str
+    detail: str | None
+    candidates: list
+    record_kind: str | None
+    protocol: str | None
+    event_type: str | None
+    event_id: str | None
+    source_file: str
+    source_line: int
+    raw: str | None
+    ingested_at: Any
+    expectations: list
+    source_fields: dict | None
+
+
+assert DeadLetterRow._fields == tuple(f.name for f in SCHEMA.fields if f.name != "event_date")

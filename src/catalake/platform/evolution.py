@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+from .schemas import keys
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class EvolutionError(ValueError):
 
 
 def is_required(field: StructField) -> bool:
-    return not field.nullable or field.metadata.get("catalake.required") in (True, "true")
+    return not field.nullable or field.metadata.get(keys.REQUIRED) in (True, "true")
 
 
 def _describe(field: StructField | None) -> str:

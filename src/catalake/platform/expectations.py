@@ -32,6 +32,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -40,11 +41,21 @@ from pyspark.sql.types import ArrayType, DataType, DateType, StringType, StructF
 from .attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
 from .config import GX_SUITES
 from .matcher import CE_TYPED, declared_content_type, registry_reference, template_regex
-from .message_table import CORE_ATTRIBUTES, MessageTable
+from . import cloudevents
+from .message_table import MessageTable
 from .payload import FORMATS
 from .sql import ident
+from .schemas import keys
 
-ERROR, WARN = "ERROR", "WARN"
+class Severity(StrEnum):
+    """ERROR: what the catalog requires (a record breaking it is dead-lettered); WARN: what it
+    only describes (counted, the record is stored)."""
+
+    ERROR = "ERROR"
+    WARN = "WARN"
+
+
+ERROR, WARN = Severity.ERROR, Severity.WARN
 DERIVED = "catalake.derived_columns"
 # GX names of the Spark column types behind declared CloudEvents attribute types
 SPARK_TYPE_NAMES = {"boolean": "BooleanType", "integer": "IntegerType", "binary": "BinaryType", "timestamp": "TimestampType"}
@@ -63,7 +74,7 @@ class Expectation:
     kwargs: dict  # the other GX kwargs (value_set, min_value, regex, ...)
     rule: str
     source: str
-    severity: str
+    severity: Severity
     key: str  # what the check is about: `data.fare.amount`, `source`
     path: FieldPath  # where the value is in a table row
     guard: tuple[FieldPath, ...] = ()  # optional parents that must be present (the row condition)
@@ -148,8 +159,8 @@ def rule_required_attributes(table: MessageTable) -> Iterator[Expectation]:
     as in the matcher: producers do not send it)."""
     columns = table.schema.fieldNames()
     declared = {n: d for n, d in _declarations(table) if not (n == "dataschema" and registry_reference(d.get("value")))}
-    for name in [n for n in CORE_ATTRIBUTES if n in columns] + [n for n in declared if n not in CORE_ATTRIBUTES]:
-        always = CORE_ATTRIBUTES.get(name, ("", False))[1]
+    for name in [n for n in cloudevents.BY_NAME if n in columns] + [n for n in declared if n not in cloudevents.BY_NAME]:
+        always = name in cloudevents.REQUIRED
         if always or declared.get(name, {}).get("required"):
             source = "CloudEvents 1.0 required attribute" if always else f"attributes.{name}.required"
             yield _expect(NOT_NULL, ERROR, "attribute required", source, column=name)
@@ -227,7 +238,7 @@ def payload_fields(dtype: DataType, path: FieldPath, guard: tuple[FieldPath, ...
     for f in dtype.fields:
         child = (*path, f.name)
         yield child, f, guard
-        nested = guard if f.metadata.get("catalake.required") else (*guard, child)
+        nested = guard if f.metadata.get(keys.REQUIRED) else (*guard, child)
         yield from payload_fields(f.dataType, child, nested)
 
 
@@ -235,9 +246,9 @@ def _payload(table: MessageTable) -> Iterator[tuple[FieldPath, StructField, tupl
     data = table.schema["data"] if "data" in table.schema.fieldNames() else None
     if data is None or not isinstance(data.dataType, StructType):
         return
-    top = () if data.metadata.get("catalake.required") else (("data",),)
+    top = () if data.metadata.get(keys.REQUIRED) else (("data",),)
     for path, f, guard in payload_fields(data.dataType, ("data",), top):
-        yield path, f, guard, f.metadata.get("catalake.check") or {}
+        yield path, f, guard, f.metadata.get(keys.CHECK) or {}
 
 
 def _source(table: MessageTable, path: FieldPath, keyword: str) -> str:
@@ -255,10 +266,10 @@ def rule_payload_required(table: MessageTable) -> Iterator[Expectation]:
     """Required payload fields (JSON Schema `required`, non-optional Avro/Protobuf fields) are not
     null wherever their parent object is present."""
     data = table.schema["data"] if "data" in table.schema.fieldNames() else None
-    if data is not None and data.metadata.get("catalake.required"):
+    if data is not None and data.metadata.get(keys.REQUIRED):
         yield _expect(NOT_NULL, ERROR, "payload required", _source(table, ("data",), "required"), column="data")
     for path, f, guard, _ in _payload(table):
-        if f.metadata.get("catalake.required"):
+        if f.metadata.get(keys.REQUIRED):
             yield _expect(NOT_NULL, ERROR, "payload required", _source(table, path, "required"),
                           column=_column(path), path=path, guard=guard)
 

@@ -48,11 +48,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Callable
 
 from uritemplate import URITemplate
 
-from . import attributes
+from . import attributes, cloudevents
 from .catalog.model import MessageDefinition
 from .catalog.normalize import ADDRESS_OPTIONS, protocol_family
 from .protocols import BY_FAMILY
@@ -184,7 +185,7 @@ class Definition:
 def _guaranteed(check: Check) -> bool:
     """A check every CloudEvent reaching the matcher passes: the record-level reasons
     (missing_required_attribute, unsupported_specversion) took the others out before."""
-    core = check.key in ("ce:id", "ce:source", "ce:type", "ce:specversion")
+    core = check.key.startswith("ce:") and check.key[3:] in cloudevents.REQUIRED
     plain = check.regex is None and check.type == "string"
     return core and plain and (check.value is None or (check.key == "ce:specversion" and check.value == "1.0"))
 
@@ -201,7 +202,7 @@ def declared_content_type(message: MessageDefinition) -> str | None:
 
 def compile_definition(idx: int, message: MessageDefinition, strict: bool = False) -> Definition:
     """One definition as data: its protocol, envelope and every check a record must pass."""
-    is_ce = (message.envelope or "").lower().startswith("cloudevents")
+    is_ce = cloudevents.is_envelope(message.envelope)
     checks = []
     if is_ce:
         declared = message.attributes
@@ -291,9 +292,18 @@ def placeholder_pairs(d: Definition, rec: Record) -> list[tuple[str, str]]:
     return evaluate(d, rec) or []
 
 
+class MatchStatus(StrEnum):
+    """A record's match; the ones other than `matched` are also its dead-letter reasons."""
+
+    MATCHED = "matched"
+    NO_MATCH = "no_match"
+    AMBIGUOUS = "ambiguous"
+    MISSING = "missing_required_attribute"
+
+
 @dataclass
 class Match:
-    status: str  # matched, no_match, ambiguous, missing_required_attribute
+    status: "MatchStatus"
     winner: Definition | None = None
     candidates: list[Definition] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -341,11 +351,11 @@ class CompiledCatalog:
             derived = rule_most_derived(cands)
             winner = derived[0] if len(derived) == 1 else None
         if winner is not None:
-            return Match("matched", winner, cands, placeholders=dict(placeholders[cands.index(winner)]))
+            return Match(MatchStatus.MATCHED, winner, cands, placeholders=dict(placeholders[cands.index(winner)]))
         if len(cands) > 1:
-            return Match("ambiguous", None, cands)
+            return Match(MatchStatus.AMBIGUOUS, None, cands)
         missing = list(dict.fromkeys(c.key for d in applicable for c in d.checks if c.required and fields.get(c.key) is None))
-        return Match("missing_required_attribute" if missing else "no_match", None, cands, missing)
+        return Match(MatchStatus.MISSING if missing else MatchStatus.NO_MATCH, None, cands, missing)
 
 
 def compile_catalog(messages: list[MessageDefinition], strict: bool = False) -> CompiledCatalog:

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from . import cloudevents
 from .catalog.model import Catalog, MessageDefinition
 from .catalog.normalize import protocol_family
 from .catalog.problems import CatalogError, Problem
@@ -56,20 +57,10 @@ from .schemas.json_schema import EndlessReference, InvalidConstraint, NeverFollo
 from .schemas.references import DataSchema, resolve_data_schema
 from .schemas.unions import JSON_STRING
 from .storage import PARTITION_COLUMN, DeltaStore
+from .schemas import keys
 
 MESSAGES_PREFIX = "messages/"
 
-# CloudEvents 1.0 core attributes: (description, always required)
-CORE_ATTRIBUTES = {
-    "specversion": ("CloudEvents specification version.", True),
-    "id": ("Identifies the event; unique per source.", True),
-    "source": ("Context in which the event happened.", True),
-    "type": ("Type of event related to the originating occurrence.", True),
-    "subject": ("Subject of the event in the context of the event producer.", False),
-    "time": ("When the occurrence happened.", False),
-    "datacontenttype": ("Content type of the data value.", False),
-    "dataschema": ("Schema that the data adheres to.", False),
-}
 
 # CloudEvents attribute type system (spec "Type System") -> Spark
 ATTRIBUTE_TYPES: dict[str, DataType] = {
@@ -114,7 +105,7 @@ def _meta(description: str | None, required: bool = False, extra: dict | None = 
     if description:
         meta["comment"] = description
     if required:
-        meta["catalake.required"] = True
+        meta[keys.REQUIRED] = True
     return meta
 
 
@@ -122,7 +113,7 @@ def relax(dtype: DataType) -> DataType:
     """dtype with every nested field nullable and `catalake.required` marking what was not."""
     if isinstance(dtype, StructType):
         return StructType([
-            StructField(f.name, relax(f.dataType), True, {**f.metadata, "catalake.required": True} if not f.nullable else f.metadata)
+            StructField(f.name, relax(f.dataType), True, {**f.metadata, keys.REQUIRED: True} if not f.nullable else f.metadata)
             for f in dtype.fields
         ])
     if isinstance(dtype, ArrayType):
@@ -133,14 +124,15 @@ def relax(dtype: DataType) -> DataType:
 
 
 def envelope_columns(message: MessageDefinition) -> list[StructField]:
-    if not (message.envelope or "").lower().startswith("cloudevents"):
+    if not cloudevents.is_envelope(message.envelope):
         return []
     declared = message.attributes
     columns = []
-    names = list(CORE_ATTRIBUTES) + [n for n in declared if n not in CORE_ATTRIBUTES]
+    names = list(cloudevents.BY_NAME) + [n for n in declared if n not in cloudevents.BY_NAME]
     for name in names:
         decl = declared.get(name) if isinstance(declared.get(name), dict) else {}
-        description, always = CORE_ATTRIBUTES.get(name, (None, False))
+        known = cloudevents.BY_NAME.get(name)
+        description, always = (known.description, known.required) if known else (None, False)
         dtype = ATTRIBUTE_TYPES.get(str(decl.get("type", "string")).lower(), StringType())
         if name == "time":
             dtype = TimestampType()
@@ -175,7 +167,7 @@ def data_column(message: MessageDefinition, data_schema: DataSchema | None) -> S
     if data_schema is None:
         return StructField("data", StringType(), True, _meta("Payload as JSON text (the definition declares no data schema).", extra=JSON_STRING))
     if data_schema.family == "xsd":
-        return StructField("data", StringType(), True, _meta(f"Payload as XML text ({data_schema.reference or 'inline XSD'}).", extra={"catalake.xml": True}))
+        return StructField("data", StringType(), True, _meta(f"Payload as XML text ({data_schema.reference or 'inline XSD'}).", extra={keys.XML: True}))
     dtype, nullable, meta = spark_field(data_schema)
     where = data_schema.reference or "inline schema"
     return StructField("data", relax(dtype), True, _meta(f"Payload, typed from {data_schema.format or data_schema.family} {where}.",
@@ -194,7 +186,7 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
     except SchemaError as exc:
         data_schema = None
         data = StructField("data", StringType(), True, _meta(
-            "Payload as JSON text: the data schema is unavailable.", extra={**JSON_STRING, "catalake.schema_error": str(exc)}))
+            "Payload as JSON text: the data schema is unavailable.", extra={**JSON_STRING, keys.SCHEMA_ERROR: str(exc)}))
     envelope = envelope_columns(message)
     protocol = protocol_columns(message)
     taken = {f.name for f in envelope + protocol + LINEAGE_COLUMNS} | {"data"}
@@ -206,8 +198,8 @@ def schema_problems(tables: Sequence[MessageTable]) -> list[Problem]:
     """The data schemas that could not be derived (the payload kept as JSON text), as warnings
     naming the file and the message."""
     return [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
-                    t.schema["data"].metadata["catalake.schema_error"], "warning")
-            for t in tables if "catalake.schema_error" in t.schema["data"].metadata]
+                    t.schema["data"].metadata[keys.SCHEMA_ERROR], "warning")
+            for t in tables if keys.SCHEMA_ERROR in t.schema["data"].metadata]
 
 
 def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:

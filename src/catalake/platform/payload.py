@@ -54,6 +54,7 @@ from pyspark.sql.types import (
 
 from .jsonvalues import UTC, from_base64, iso_datetime, rfc3339
 from .patterns import PatternError, python_regex
+from .schemas import keys
 
 FORMATS = {
     "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
@@ -226,9 +227,9 @@ def _comparable(v) -> bool:
 
 
 def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
-    unit = meta.get("catalake.unit")
-    if isinstance(dtype, StringType) and meta.get("catalake.format") in SYNTAX:
-        syntax, name = SYNTAX[meta["catalake.format"]], meta["catalake.format"]
+    unit = meta.get(keys.UNIT)
+    if isinstance(dtype, StringType) and meta.get(keys.FORMAT) in SYNTAX:
+        syntax, name = SYNTAX[meta[keys.FORMAT]], meta[keys.FORMAT]
         bad = _type_error(path, f"is not a {name!r}")
 
         def formatted(v, errors):
@@ -244,7 +245,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
                 return v
             bad(v, errors)
         return string
-    if type(dtype) in INTEGER_BITS or meta.get("catalake.range"):
+    if type(dtype) in INTEGER_BITS or meta.get(keys.RANGE):
         return _integer(dtype, meta, path)
     if isinstance(dtype, (DoubleType, FloatType)):
         bad = _type_error(path, "is not of type 'number'")
@@ -331,13 +332,13 @@ def _integer(dtype: DataType, meta: dict, path: str) -> Node:
     string-encoded type (`catalake.encoding: string`, JSON Structure int64 & co) takes its
     decimal text as well as a JSON number."""
     bits = INTEGER_BITS.get(type(dtype), 0)
-    low, high = meta.get("catalake.range") or (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    text = meta.get("catalake.encoding") == "string"
+    low, high = meta.get(keys.RANGE) or (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    text = meta.get(keys.ENCODING) == "string"
     as_decimal = isinstance(dtype, DecimalType)
     if as_decimal:  # wider than the column can hold: the column's digits decide
         digits = 10 ** dtype.precision - 1
         low, high = max(low, -digits), min(high, digits)
-    ranged = meta.get("catalake.range")
+    ranged = meta.get(keys.RANGE)
     bad = _type_error(path, "is not of type 'integer'" if not ranged else f"is not an integer in [{low}, {high}]")
     column = f"{bits}-bit integer" if bits else dtype.simpleString()
     too_wide = _type_error(path, f"does not fit the column's {column} ({low} to {high})") if not ranged else bad
@@ -407,9 +408,9 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
 def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str] = frozenset()) -> Node:
     """The typing closure of one schema node at `path`; constraints whose `<path>:<rule>` is in
     `covered` are left to the suite's expectations."""
-    if meta.get("catalake.json"):
+    if meta.get(keys.JSON):
         node: Node = _json_text(meta, path)
-    elif meta.get("catalake.xml"):
+    elif meta.get(keys.XML):
         node = lambda v, errors: v if isinstance(v, str) else orjson.dumps(v).decode()
     elif isinstance(dtype, StructType):
         node = _struct(dtype, meta, path, covered)
@@ -419,8 +420,8 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
         node = _map(dtype, meta, path)
     else:
         node = _scalar(dtype, meta, path)
-    checks = [c for c in _constraints(dtype, meta.get("catalake.check") or {}, path) if c[0] not in covered]
-    if not checks or meta.get("catalake.json") or meta.get("catalake.xml"):
+    checks = [c for c in _constraints(dtype, meta.get(keys.CHECK) or {}, path) if c[0] not in covered]
+    if not checks or meta.get(keys.JSON) or meta.get(keys.XML):
         return node
 
     def checked(v, errors):
@@ -436,7 +437,7 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
 
 def _json_text(meta: dict, path: str) -> Node:
     """A value kept as JSON text; one declared an object (`catalake.kind`, an open object) must be one."""
-    if meta.get("catalake.kind") != "object":
+    if meta.get(keys.KIND) != "object":
         return lambda v, errors: orjson.dumps(v).decode()
     bad = _type_error(path, "is not of type 'object'")
 
@@ -451,11 +452,11 @@ def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -
     fields = []
     for f in dtype.fields:
         child = f"{path}.{f.name}"
-        required = (f.metadata.get("catalake.required") or not f.nullable) and f"{child}:required" not in covered
+        required = (f.metadata.get(keys.REQUIRED) or not f.nullable) and f"{child}:required" not in covered
         missing = (f"{child}:required", f"{child}: is a required property") if required else None
-        wire = f.metadata.get("catalake.wire", f.name)  # an alternate JSON name (JSON Structure altnames)
+        wire = f.metadata.get(keys.WIRE, f.name)  # an alternate JSON name (JSON Structure altnames)
         fields.append((f.name, wire, compile_node(f.dataType, f.metadata, child, covered), missing))
-    closed = (meta.get("catalake.check") or {}).get("closed")
+    closed = (meta.get(keys.CHECK) or {}).get("closed")
     allowed = frozenset(closed or ())
     bad = _type_error(path, "is not of type 'object'")
 
@@ -497,7 +498,7 @@ def _elements(dtype: DataType, meta: dict, path: str, inner: str, what: str) -> 
 
 
 def _array(dtype: ArrayType, meta: dict, path: str) -> Node:
-    element = _elements(dtype.elementType, meta.get("catalake.items") or {}, path, f"{path}[]", "an item")
+    element = _elements(dtype.elementType, meta.get(keys.ITEMS) or {}, path, f"{path}[]", "an item")
     bad = _type_error(path, "is not of type 'array'")
 
     def array(v, errors):
@@ -513,7 +514,7 @@ def _array(dtype: ArrayType, meta: dict, path: str) -> Node:
 
 
 def _map(dtype: MapType, meta: dict, path: str) -> Node:
-    value = _elements(dtype.valueType, meta.get("catalake.values") or {}, path, f"{path}{{}}", "a value")
+    value = _elements(dtype.valueType, meta.get(keys.VALUES) or {}, path, f"{path}{{}}", "a value")
     bad = _type_error(path, "is not of type 'object'")
 
     def mapping(v, errors):
@@ -531,7 +532,7 @@ def _map(dtype: MapType, meta: dict, path: str) -> Node:
 def compile_payload(dtype: DataType, meta: dict, covered: frozenset[str] = frozenset()) -> Callable[[Any, Errors], Any]:
     """The typing of a table's `data` column: (payload, or MISSING / None, errors) -> typed value."""
     node = compile_node(dtype, meta, "data", covered)
-    required = meta.get("catalake.required") and "data:required" not in covered
+    required = meta.get(keys.REQUIRED) and "data:required" not in covered
 
     def payload(v, errors):
         if v is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import unquote
 
@@ -61,6 +61,15 @@ class Binding:
     # a match (the matcher skips them); see each binding for the spec's reasons
     delivery_options: frozenset[str] = frozenset()
     title: str = ""  # the protocol's name as people write it (Kafka, MQTT, ...)
+    # the record's message properties beside its headers (AMQP's `properties` section)
+    properties: Callable[[dict], dict] | None = None
+    # attribute names (prefix removed) that carry the content type rather than an attribute of
+    # that name (RocketMQ's CE_contenttype): the binding's content type replaces them
+    content_type_attributes: tuple[str, ...] = ()
+    # the catalog's protocol options: their types from the spec's protocol tables (options not
+    # listed are strings), and of the options sections holding named entries (AMQP's)
+    option_types: dict = field(default_factory=dict)
+    section_types: dict = field(default_factory=dict)
 
 
 def http_header_value(value: str) -> str:
@@ -108,7 +117,9 @@ def amqp_properties(rec: dict) -> dict:
 
 
 KAFKA = Binding(
-    kind="kafka", family="KAFKA", title="Kafka", header_member="headers", ce_prefixes=("ce_",),
+    kind="kafka", family="KAFKA", title="Kafka",
+    option_types={"topic": "string", "partition": "integer", "key": "string", "key_base64": "binary"},
+    header_member="headers", ce_prefixes=("ce_",),
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("payload", "value"), base64_member="payload_base64",
     address_option="topic", address=_member("topic"),
@@ -131,7 +142,11 @@ KAFKA = Binding(
 )
 
 MQTT = Binding(
-    kind="mqtt", family="MQTT", title="MQTT", header_member="user_properties", ce_prefixes=("",),  # MQTT 5: properties named as the attributes
+    kind="mqtt", family="MQTT", title="MQTT",
+    option_types={"qos": "integer", "retain": "boolean", "topic_name": "string", "payload_format": "integer",
+                  "message_expiry_interval": "integer", "response_topic": "uritemplate", "correlation_data": "binary",
+                  "content_type": "symbol"},
+    header_member="user_properties", ce_prefixes=("",),  # MQTT 5: properties named as the attributes
     content_type=lambda rec, h, p: as_text(rec.get("content_type")),
     payload_members=("payload", "value"), base64_member="payload_base64",
     address_option="topic_name", address=_member("topic_name"),
@@ -158,6 +173,15 @@ MQTT = Binding(
 
 AMQP = Binding(
     kind="amqp", family="AMQP", title="AMQP", header_member="application_properties", ce_prefixes=("cloudevents:", "cloudevents_"),
+    properties=amqp_properties,
+    section_types={
+        "properties": {"message-id": "string", "user-id": "binary", "to": "uritemplate", "subject": "string",
+                       "reply-to": "uritemplate", "correlation-id": "string", "content-type": "symbol",
+                       "content-encoding": "symbol", "absolute-expiry-time": "timestamp", "group-id": "string",
+                       "group-sequence": "integer", "reply-to-group-id": "uritemplate"},
+        "header": {"durable": "boolean", "priority": "integer", "ttl": "integer", "first-acquirer": "boolean",
+                   "delivery-count": "integer"},
+    },
     content_type=lambda rec, h, p: p.get("content-type"),
     payload_members=("body",), base64_member="body_base64",
     address_option=None, address=lambda rec, h, p: p.get("to") if p.get("to") is not None else p.get("subject"),
@@ -182,7 +206,9 @@ AMQP = Binding(
 )
 
 HTTP = Binding(
-    kind="http", family="HTTP", title="HTTP", header_member="headers", ce_prefixes=("ce-", "ce_"), attribute_value=http_header_value,
+    kind="http", family="HTTP", title="HTTP",
+    option_types={"path": "uritemplate", "method": "string", "status": "string"},
+    header_member="headers", ce_prefixes=("ce-", "ce_"), attribute_value=http_header_value,
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("body",), base64_member="body_base64",
     address_option="path", address=_member("path"),
@@ -199,7 +225,9 @@ HTTP = Binding(
 )
 
 NATS = Binding(
-    kind="nats", family="NATS", title="NATS", header_member="headers", ce_prefixes=("ce-", "ce_"),
+    kind="nats", family="NATS", title="NATS",
+    option_types={"subject": "uritemplate", "reply_to": "uritemplate"},
+    header_member="headers", ce_prefixes=("ce-", "ce_"),
     attribute_value=http_header_value,  # NATS headers are HTTP-style headers (NATS binding 3.1.3.2)
     content_type=lambda rec, h, p: h.get("content-type"),
     payload_members=("payload", "value"), base64_member="payload_base64",
@@ -216,6 +244,7 @@ NATS = Binding(
 
 ROCKETMQ = Binding(
     kind="rocketmq", family="ROCKETMQ", title="RocketMQ", header_member="properties", ce_prefixes=("ce_",),
+    content_type_attributes=("contenttype",),
     content_type=lambda rec, h, p: h.get("ce_contenttype") if h.get("ce_contenttype") is not None else h.get("ce_datacontenttype"),
     payload_members=("body",), base64_member="body_base64",
     address_option="topic", address=_member("topic"),

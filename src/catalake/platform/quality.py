@@ -73,31 +73,91 @@ class _Code:
         return self.values[path]
 
 
-def _unexpected(e: Expectation, v: str, code: _Code) -> str | None:
-    """The Python condition under which a non-null value `v` is unexpected (GX's semantics)."""
-    if e.type == IN_SET:
-        values = list(e.kwargs["value_set"])
-        try:
-            allowed = code.constant(frozenset(values))
-        except TypeError:
-            allowed = code.constant(values)
-        return f"{v} not in {allowed}"
-    if e.type in (BETWEEN, LENGTHS_BETWEEN):
-        x = f"len({v})" if e.type == LENGTHS_BETWEEN or e.measure == "size" else v
-        parts = []
-        low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
-        if low is not None:
-            parts.append(f"{x} {'<=' if e.kwargs.get('strict_min') else '<'} {code.constant(low)}")
-        if high is not None:
-            parts.append(f"{x} {'>=' if e.kwargs.get('strict_max') else '>'} {code.constant(high)}")
-        return " or ".join(parts) or None
-    if e.type == MATCH_REGEX:
-        try:
-            regex = code.constant(python_regex(e.kwargs["regex"]))
-        except PatternError:
-            return "True"  # GX fails such an expectation too
-        return f"{regex}.search({v} if {v}.__class__ is str else str({v})) is None"
-    return None
+# -- the expectation kinds: each GX expectation type the suites use is one entry of KINDS, carrying
+# how the pass evaluates it and what a dead letter says about it (a new kind: one entry here and
+# its rule in expectations.py)
+
+def _in_set(e: Expectation, v: str, code: _Code) -> str:
+    values = list(e.kwargs["value_set"])
+    try:
+        allowed = code.constant(frozenset(values))
+    except TypeError:
+        allowed = code.constant(values)
+    return f"{v} not in {allowed}"
+
+
+def _by_length(e: Expectation) -> bool:
+    """A between expectation on a value's length or item count rather than the value."""
+    return e.type == LENGTHS_BETWEEN or e.measure == "size"
+
+
+def _between(e: Expectation, v: str, code: _Code) -> str | None:
+    x = f"len({v})" if _by_length(e) else v
+    parts = []
+    low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+    if low is not None:
+        parts.append(f"{x} {'<=' if e.kwargs.get('strict_min') else '<'} {code.constant(low)}")
+    if high is not None:
+        parts.append(f"{x} {'>=' if e.kwargs.get('strict_max') else '>'} {code.constant(high)}")
+    return " or ".join(parts) or None
+
+
+def _regex(e: Expectation, v: str, code: _Code) -> str:
+    try:
+        regex = code.constant(python_regex(e.kwargs["regex"]))
+    except PatternError:
+        return "True"  # GX fails such an expectation too
+    return f"{regex}.search({v} if {v}.__class__ is str else str({v})) is None"
+
+
+def _not_null_message(e: Expectation, value) -> str:
+    return "data: the payload is required by the data schema" if e.key == "data" else f"{e.key}: is a required property"
+
+
+def _in_set_message(e: Expectation, value) -> str:
+    values = e.kwargs["value_set"]
+    if len(values) == 1 and e.source.endswith("const"):
+        return f"{e.key}: {shown(value)} was expected to be {values[0]!r}"
+    return f"{e.key}: {shown(value)} is not one of {values}"
+
+
+def _between_message(e: Expectation, value) -> str:
+    key, low, high = e.key, e.kwargs.get("min_value"), e.kwargs.get("max_value")
+    x = len(value) if _by_length(e) else value
+    below = low is not None and (x <= low if e.kwargs.get("strict_min") else x < low)
+    if e.measure == "size":
+        return f"{key}: has fewer than {low} items" if below else f"{key}: has more than {high} items"
+    if e.type == LENGTHS_BETWEEN:
+        return f"{key}: {shown(value)} is shorter than {low}" if below else f"{key}: {shown(value)} is longer than {high}"
+    if below:
+        text = "is less than or equal to the minimum of" if e.kwargs.get("strict_min") else "is less than the minimum of"
+        return f"{key}: {shown(value)} {text} {low}"
+    text = "is greater than or equal to the maximum of" if e.kwargs.get("strict_max") else "is greater than the maximum of"
+    return f"{key}: {shown(value)} {text} {high}"
+
+
+def _regex_message(e: Expectation, value) -> str:
+    return f"{e.key}: {shown(value)} does not match {e.kwargs['regex']!r}"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the pass evaluates one GX expectation type, with GX's semantics."""
+
+    unexpected: Callable[[Expectation, str, "_Code"], str | None] | None  # the Python condition a non-null value `v` breaks it under
+    message: Callable[[Expectation, Any], str] | None  # what a dead letter says about a record that broke it
+    nulls_unexpected: bool = False  # not_be_null: a null is unexpected (elsewhere a null is `missing`)
+    by_construction: bool = False  # about the column's type: a typed column meets it (one aggregate GX expectation)
+
+
+KINDS: dict[str, Kind] = {
+    NOT_NULL: Kind(None, _not_null_message, nulls_unexpected=True),
+    IN_SET: Kind(_in_set, _in_set_message),
+    BETWEEN: Kind(_between, _between_message),
+    LENGTHS_BETWEEN: Kind(_between, _between_message),
+    MATCH_REGEX: Kind(_regex, _regex_message),
+    OF_TYPE: Kind(None, None, by_construction=True),
+}
 
 
 def compile_checks(expectations: list[tuple[int, Expectation]]) -> Callable[[dict, list], list[int]]:
@@ -114,10 +174,11 @@ def compile_checks(expectations: list[tuple[int, Expectation]]) -> Callable[[dic
             code.lines.append(f"    if {' and '.join(f'{code.value(g)} is not None' for g in e.guard)}:")
             indent = "        "
         code.lines.append(f"{indent}c = counts[{i}]; c[0] += 1")
-        if e.type == NOT_NULL:
+        kind = KINDS[e.type]
+        if kind.nulls_unexpected:
             code.lines.append(f"{indent}if {v} is None: c[2] += 1; failed.append({i})")
             continue
-        test = _unexpected(e, v, code)
+        test = kind.unexpected(e, v, code) if kind.unexpected else None
         code.lines.append(f"{indent}if {v} is None: c[1] += 1")
         if test is not None:
             code.lines.append(f"{indent}elif {test}: c[2] += 1; failed.append({i})")
@@ -129,30 +190,8 @@ def compile_checks(expectations: list[tuple[int, Expectation]]) -> Callable[[dic
 
 def _message(e: Expectation, value) -> str:
     """What a dead-letter detail says about one failed expectation."""
-    key = e.key
-    if e.type == NOT_NULL:
-        return "data: the payload is required by the data schema" if key == "data" else f"{key}: is a required property"
-    if e.type == IN_SET:
-        values = e.kwargs["value_set"]
-        if len(values) == 1 and e.source.endswith("const"):
-            return f"{key}: {shown(value)} was expected to be {values[0]!r}"
-        return f"{key}: {shown(value)} is not one of {values}"
-    if e.type in (BETWEEN, LENGTHS_BETWEEN):
-        low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
-        x = len(value) if e.measure == "size" or e.type == LENGTHS_BETWEEN else value
-        below = low is not None and (x <= low if e.kwargs.get("strict_min") else x < low)
-        if e.measure == "size":
-            return f"{key}: has fewer than {low} items" if below else f"{key}: has more than {high} items"
-        if e.type == LENGTHS_BETWEEN:
-            return f"{key}: {shown(value)} is shorter than {low}" if below else f"{key}: {shown(value)} is longer than {high}"
-        if below:
-            text = "is less than or equal to the minimum of" if e.kwargs.get("strict_min") else "is less than the minimum of"
-            return f"{key}: {shown(value)} {text} {low}"
-        text = "is greater than or equal to the maximum of" if e.kwargs.get("strict_max") else "is greater than the maximum of"
-        return f"{key}: {shown(value)} {text} {high}"
-    if e.type == MATCH_REGEX:
-        return f"{key}: {shown(value)} does not match {e.kwargs['regex']!r}"
-    return f"{key}: fails {e.type}"
+    kind = KINDS.get(e.type)
+    return kind.message(e, value) if kind is not None and kind.message else f"{e.key}: fails {e.type}"
 
 
 @dataclass
@@ -248,7 +287,7 @@ def failure_detail(type_errors: list, failed: list[tuple[Expectation, Any]], lim
     counted and named, but its message would only repeat the type error."""
     typed_wrong = {rule.rsplit(":", 1)[0] for rule, _ in type_errors}
     messages = [m for _, m in type_errors]
-    messages += [_message(e, v) for e, v in failed if not (e.type == NOT_NULL and e.key in typed_wrong)]
+    messages += [_message(e, v) for e, v in failed if not (KINDS[e.type].nulls_unexpected and e.key in typed_wrong)]
     ids = list(dict.fromkeys([rule for rule, _ in type_errors] + [e.id for e, _ in failed]))
     return "; ".join(messages[:limit]), ids
 
@@ -280,10 +319,11 @@ def results(expectations: list[Expectation], counts: list[Counts]) -> list[Expec
     """GX's result numbers (`_format_map_output`) from the pass's counts."""
     out = []
     for e, c in zip(expectations, counts):
-        if e.type == OF_TYPE:  # an aggregate GX expectation: the column's type, true by construction
+        kind = KINDS[e.type]
+        if kind.by_construction:
             out.append(ExpectationResult(e, True, c.evaluated, 0, None, None, []))
             continue
-        if e.type == NOT_NULL:
+        if kind.nulls_unexpected:
             missing, percent = None, (c.unexpected / c.evaluated * 100 if c.evaluated else None)
         else:
             missing = c.missing

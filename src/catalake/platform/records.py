@@ -29,16 +29,11 @@ from __future__ import annotations
 
 import orjson
 
+from .cloudevents import JSON_STRINGS, NON_EMPTY, REQUIRED
 from .jsonvalues import as_text, name_value_map, rfc3339
-from .protocols import AMQP, Binding, amqp_properties, binding_of
+from .protocols import Binding, binding_of
 
 MISSING = object()  # no payload at all (not JSON null)
-CORE = ("id", "source", "type", "specversion")
-# the attributes CloudEvents 1.0 defines with a String, URI, URI-reference or Timestamp type: the
-# JSON event format ("Type System Mapping") writes each as a JSON string
-JSON_STRINGS = ("id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time")
-# CloudEvents 1.0 "Context Attributes": when present, each MUST be a non-empty string
-NON_EMPTY = ("id", "source", "type", "subject")
 JSON_KINDS = {bool: "boolean", int: "number", float: "number", dict: "object", list: "array"}
 
 
@@ -117,7 +112,7 @@ def record_fault(rec: Record) -> tuple[str, str] | None:
         return "not_an_event", "neither a CloudEvent nor a protocol record"
     if not rec.is_ce:
         return None
-    missing = [a for a in CORE if rec.attrs.get(a) is None]
+    missing = [a for a in REQUIRED if rec.attrs.get(a) is None]
     if missing:
         return "missing_required_attribute", "missing CloudEvents attribute(s): " + ", ".join(missing)
     not_strings = json_string_faults(rec)
@@ -243,7 +238,7 @@ def structured_mode(protocol: str | None, content_type: str | None, payload) -> 
 def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
     rec.protocol = binding.protocol_name(obj)
     rec.headers = name_value_map(obj.get(binding.header_member)) or {} if binding.header_member else {}
-    rec.props = amqp_properties(obj) if binding is AMQP else {}
+    rec.props = binding.properties(obj) if binding.properties else {}
     content_type = binding.content_type(obj, rec.headers, rec.props)
     rec.address = binding.address(obj, rec.headers, rec.props)
     payload = MISSING
@@ -268,8 +263,8 @@ def _protocol_record(rec: Record, obj: dict, binding: Binding) -> None:
     attrs = _with_prefix(rec.headers, binding.ce_prefixes)
     if binding.attribute_value is not None:
         attrs = {k: binding.attribute_value(v) if isinstance(v, str) else v for k, v in attrs.items()}
-    if binding.kind == "rocketmq":  # RocketMQ names the content type CE_contenttype
-        attrs.pop("contenttype", None)
+    for name in binding.content_type_attributes:
+        attrs.pop(name, None)
     if content_type is not None:  # the binding's content type is `datacontenttype` (Kafka 3.2.1, HTTP 3.1.1, ...)
         attrs["datacontenttype"] = content_type
     if "specversion" in attrs or "type" in attrs or "id" in attrs:

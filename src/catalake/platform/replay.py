@@ -33,11 +33,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from .classifier import Plan, classifier_for
-from .classify import OUTPUT, _has_partition, _job_group, _parallelism, conservation
+from .classify import Merged, conservation
+from .sparkjobs import TASK_OUTPUT, job_group, parallelism
 from .deadletter import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .message_table import PARTITION_COLUMN, MessageTable, sync_message_tables
 from . import recovery
-from .recovery import JOURNAL_DIR, journal_of, remove_journal, roll_forward, write_journal  # noqa: F401
+from .recovery import journal_of, remove_journal, roll_forward, write_journal
 from .storage import DeltaStore, StorageError
 
 
@@ -63,9 +64,8 @@ def _replay_tasks(plan: Plan):
         task = f"{context.partitionId() if context else 0}.{context.attemptNumber() if context else 0}"
         rows = (row for batch in batches for row in batch.to_pylist())
         result = classifier.replay(task, rows)
-        summary = {"records": result.records, "files": result.files, "rows": result.rows, "moved": result.moved}
         yield pa.record_batch([pa.array([context.partitionId() if context else 0], pa.int32()),
-                               pa.array([json.dumps(summary)])], names=["task", "json"])
+                               pa.array([json.dumps(result.summary())])], names=["task", "json"])
 
     return run
 
@@ -81,7 +81,7 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     result.moved = recovery.recover_day(store, day, names, replace=False, progress=progress)
     if stopped is not None:
         result.deadletters = stopped.get("deadletters", result.moved_rows)
-    if not store.exists(DEADLETTER_TABLE) or not _has_partition(store, DEADLETTER_TABLE, day):
+    if not store.exists(DEADLETTER_TABLE) or not store.has_partition(DEADLETTER_TABLE, day):
         return result
     plan = Plan(tuple(tables), store.root, day, dt.datetime.now(dt.timezone.utc).replace(microsecond=0), uuid.uuid4().hex[:12])
     present = set(store.spark_schema(DEADLETTER_TABLE).fieldNames())  # a table of an older release lacks newer columns
@@ -90,14 +90,10 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     frame = store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
     with recovery.recorded(store.root, plan.run, day, kind="replay"):
         try:
-            with _job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
-                rows = frame.repartition(_parallelism(spark)).mapInArrow(_replay_tasks(plan), OUTPUT).collect()
-            summaries = [json.loads(r["json"]) for r in rows]
-            read = sum(s["records"] for s in summaries)
-            moved: dict[str, int] = {}
-            for s in summaries:
-                for key, n in s["moved"].items():
-                    moved[key] = moved.get(key, 0) + n
+            with job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
+                rows = frame.repartition(parallelism(spark)).mapInArrow(_replay_tasks(plan), TASK_OUTPUT).collect()
+            merged = Merged.of([json.loads(r["json"]) for r in rows])
+            read, moved, written = merged.records, merged.moved, merged.written
             if stopped is None:
                 result.deadletters = read
             if not moved:
@@ -105,10 +101,6 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
                 return result
             _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
             stored_before = before["rows_stored"]
-            written: dict[str, list] = {}
-            for s in summaries:
-                for name, files in s["files"].items():
-                    written.setdefault(name, []).extend(files)
             fed = [t for t in tables if t.name in written]
             sync_message_tables(store, fed)
             journal = {"run": plan.run, "day": day.isoformat(), "deadletters": read, "moved": moved, "commits": [

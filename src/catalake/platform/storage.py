@@ -27,6 +27,7 @@ run (``remove_uncommitted``), or after a crash by the next run of the day (recov
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -720,6 +721,12 @@ class DeltaStore:
             for info in mine:
                 if info.base_name not in live:
                     filesystem.delete_file(info.path)
+
+    def has_partition(self, name: str, day: dt.date) -> bool:
+        """Whether the table may hold rows of `day` (a cheap folder check on local warehouses; a
+        false positive only costs an overwrite with nothing)."""
+        filesystem, path = uris.filesystem(uris.join(self.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
+        return filesystem.get_file_info(path).type == pafs.FileType.Directory
 
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark

@@ -29,7 +29,7 @@ import orjson
 
 from .config import DOCS_INDEX, GX_SUITES, GX_VERSION, VALIDATIONS
 from .expectations import DERIVED, ERROR, OF_TYPE, Expectation, import_gx, expectation_summary, suite_document
-from .quality import ExpectationResult
+from .quality import KINDS, Counts, ExpectationResult
 from .webassets import localize
 
 DATASOURCE = "catalake"
@@ -84,7 +84,7 @@ class SuiteOutcome:
         return [o for o in self.outcomes if not o.success and o.severity != ERROR]
 
 
-def pass_outcome(suite: str, results: Sequence[ExpectationResult], types: list, rejected: int,
+def pass_outcome(suite: str, results: Sequence[ExpectationResult], types: Counts, rejected: int,
                  docs: Path | None = None) -> SuiteOutcome:
     """A table's results from the classification pass, in the shape of a GX validation's.
 
@@ -97,7 +97,7 @@ def pass_outcome(suite: str, results: Sequence[ExpectationResult], types: list, 
                            id=r.expectation.id)
         for r in results
     ]
-    evaluated, _, unexpected, examples = types
+    evaluated, unexpected, examples = types.evaluated, types.unexpected, types.examples
     outcomes.append(ExpectationOutcome(TYPES, "data", "payload type", ERROR, unexpected == 0, unexpected,
                                        unexpected / evaluated * 100 if evaluated else None, _located(examples),
                                        evaluated=evaluated, id="data:type"))
@@ -251,7 +251,7 @@ class Validator:
 
 
 def validation_result_document(table: str, suite: str, partition: str, run_id: str, results: Sequence[ExpectationResult],
-                               types: list, rejected: int, now: dt.datetime | None = None) -> dict:
+                               types: Counts, rejected: int, now: dt.datetime | None = None) -> dict:
     """One table's pass results as a GX 1.x `ExpectationSuiteValidationResult` document, in GX's
     own serialization (what its validation results store writes; tests load it back through GX).
 
@@ -261,7 +261,7 @@ def validation_result_document(table: str, suite: str, partition: str, run_id: s
     severity and, when it failed, what became of the records that broke it. (GX's own severity
     field is not rendered, and its meta-properties columns fail on GX 1.x expectations.)"""
     now = now or dt.datetime.now(dt.timezone.utc)
-    matched, _, type_unexpected, type_examples = types
+    matched, type_unexpected, type_examples = types.evaluated, types.unexpected, types.examples
     stored = matched - rejected
     evaluated = [_evaluated(r.expectation.type, r.expectation.gx_kwargs(), r.expectation.meta, r.severity, r.success,
                             _result_dict(r), _note(r.severity, r.success, r.unexpected_count, matched, partition, stored))
@@ -392,7 +392,7 @@ def store_validation_result(warehouse: Path, document: dict) -> Path:
 def _result_dict(r: ExpectationResult) -> dict:
     """GX's `result` of a map expectation (BASIC/SUMMARY shape), from the pass's numbers."""
     e: Expectation = r.expectation
-    if e.type == OF_TYPE:
+    if KINDS[e.type].by_construction:
         return {"observed_value": e.kwargs.get("type_")}
     return _counts(r.element_count, r.unexpected_count, r.unexpected_percent, r.missing_count, r.examples)
 

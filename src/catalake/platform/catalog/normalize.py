@@ -20,6 +20,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..cloudevents import is_envelope
 from ..protocols import BY_FAMILY
 from .problems import escape, pointer
 
@@ -103,10 +104,6 @@ def canonical_envelope(name):
     if isinstance(name, str) and name.lower() == "cloudevents/1.0":
         return "CloudEvents/1.0"
     return name
-
-
-def is_envelope_name(name) -> bool:
-    return isinstance(name, str) and name.lower().startswith("cloudevents")
 
 
 def detect_shape(doc: dict) -> str:
@@ -216,9 +213,9 @@ def normalize_message(raw: dict, key: str, notes: Counter, file: str, ptr: str) 
     for k, v in raw.items():
         target = MESSAGE_RENAMES.get(k, k)
         if k == "format" and isinstance(fmt, str):
-            target = "envelope" if is_envelope_name(fmt) else "protocol"
+            target = "envelope" if is_envelope(fmt) else "protocol"
         elif k == "metadata":
-            target = "protocoloptions" if isinstance(fmt, str) and not is_envelope_name(fmt) else "envelopemetadata"
+            target = "protocoloptions" if isinstance(fmt, str) and not is_envelope(fmt) else "envelopemetadata"
         if target != k:
             if target in raw:  # both spellings present: the 1.0 name wins
                 notes[f"'{k}' ignored: '{target}' also present"] += 1
@@ -263,7 +260,7 @@ def normalize_group(raw: dict, key: str, notes: Counter, file: str, ptr: str) ->
     for k, v in raw.items():
         target = GROUP_RENAMES.get(k, k)
         if k == "format" and isinstance(v, str):
-            target = "envelope" if is_envelope_name(v) else "protocol"
+            target = "envelope" if is_envelope(v) else "protocol"
         if target != k and target not in raw:
             notes[f"group '{k}' read as '{target}'"] += 1
             origin.renames[target] = "/" + escape(k)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 
+from .. import cloudevents
+from ..protocols import BY_FAMILY
+from ..schemas.languages import language_of
 from .normalize import Origin, protocol_family
 from .problems import Problem, split_pointer
 from .registry import schema_format
@@ -11,61 +14,7 @@ from .rules import SCHEMA_SLOTS
 
 Key = tuple[str, str]
 
-# CloudEvents/1.0 base attributes and their types (spec: "Metadata Envelopes / CloudEvents/1.0").
-CE_ATTRIBUTE_TYPES = {
-    "specversion": "string",
-    "id": "string",
-    "type": "string",
-    "source": "uritemplate",
-    "subject": "string",
-    "time": "timestamp",
-    "dataschema": "uritemplate",
-    "datacontenttype": "string",
-}
-CE_IMPLIED_REQUIRED = ("specversion", "id", "type", "source")
 
-# Protocol option types from the spec's protocol tables; options not listed are strings.
-OPTION_TYPES = {
-    "KAFKA": {"topic": "string", "partition": "integer", "key": "string", "key_base64": "binary"},
-    "MQTT": {
-        "qos": "integer",
-        "retain": "boolean",
-        "topic_name": "string",
-        "payload_format": "integer",
-        "message_expiry_interval": "integer",
-        "response_topic": "uritemplate",
-        "correlation_data": "binary",
-        "content_type": "symbol",
-    },
-    "HTTP": {"path": "uritemplate", "method": "string", "status": "string"},
-    "NATS": {"subject": "uritemplate", "reply_to": "uritemplate"},
-}
-AMQP_PROPERTY_TYPES = {
-    "message-id": "string",
-    "user-id": "binary",
-    "to": "uritemplate",
-    "subject": "string",
-    "reply-to": "uritemplate",
-    "correlation-id": "string",
-    "content-type": "symbol",
-    "content-encoding": "symbol",
-    "absolute-expiry-time": "timestamp",
-    "group-id": "string",
-    "group-sequence": "integer",
-    "reply-to-group-id": "uritemplate",
-}
-AMQP_HEADER_TYPES = {"durable": "boolean", "priority": "integer", "ttl": "integer", "first-acquirer": "boolean", "delivery-count": "integer"}
-
-# Schema format families -> the content type a payload has when the definition does not say.
-FORMAT_CONTENT_TYPES = {
-    "jsonschema": "application/json",
-    "jsonstructure": "application/json",
-    "avro": "avro/binary",
-    "protobuf": "application/protobuf",
-    "proto": "application/protobuf",
-    "xsd": "application/xml",
-    "xmlschema": "application/xml",
-}
 
 NOT_INHERITED = {"messageid", "versionid", "basemessage", "xref", "original_messageid", "meta", "_own", "_chain"}
 
@@ -202,37 +151,38 @@ def infer_schema_format(msg: dict, registry: dict) -> dict:
 
 def fill_implied(msg: dict) -> dict:
     """Fill in what the spec implies: attribute types, required flags, option types, datacontenttype."""
-    if msg.get("envelope") == "CloudEvents/1.0":
+    if msg.get("envelope") == cloudevents.ENVELOPE:
         meta = {name: dict(decl) if isinstance(decl, dict) else {"value": decl} for name, decl in (msg.get("envelopemetadata") or {}).items()}
-        for name in CE_IMPLIED_REQUIRED:
+        for name in cloudevents.REQUIRED:
             if name not in meta:
                 meta[name] = {"implied": True}
         for name, decl in meta.items():
-            decl.setdefault("type", CE_ATTRIBUTE_TYPES.get(name, "string"))
-            decl.setdefault("required", name in CE_IMPLIED_REQUIRED)
+            known = cloudevents.BY_NAME.get(name)
+            decl.setdefault("type", known.catalog_type if known else "string")
+            decl.setdefault("required", name in cloudevents.REQUIRED)
             if name == "specversion":
                 decl.setdefault("value", "1.0")
         msg["envelopemetadata"] = dict(sorted(meta.items()))
     family = protocol_family(msg.get("protocol"))
     opts = msg.get("protocoloptions")
     if isinstance(opts, dict):
-        types = OPTION_TYPES.get(family, {})
+        binding = BY_FAMILY.get(family)
+        types = binding.option_types if binding else {}
         for name, opt in opts.items():
             if isinstance(opt, dict) and ("value" in opt or "type" in opt or "required" in opt or "description" in opt):
                 opt.setdefault("type", types.get(name, "string"))
                 opt.setdefault("required", False)
-        if family == "AMQP":
-            for section, table in (("properties", AMQP_PROPERTY_TYPES), ("header", AMQP_HEADER_TYPES)):
-                for name, decl in (opts.get(section) or {}).items():
-                    if isinstance(decl, dict):
-                        decl.setdefault("type", table.get(name, "string"))
+        for section, table in (binding.section_types if binding else {}).items():
+            for name, decl in (opts.get(section) or {}).items():
+                if isinstance(decl, dict):
+                    decl.setdefault("type", table.get(name, "string"))
     declared = msg.get("datacontenttype") or ((msg.get("envelopemetadata") or {}).get("datacontenttype") or {}).get("value")
     if declared:
         msg["datacontenttype"] = declared
         msg["_datacontenttype_inferred"] = False
     elif msg.get("dataschemaformat"):
-        family = msg["dataschemaformat"].split("/")[0].lower().replace("-", "").replace(" ", "")
-        if family in FORMAT_CONTENT_TYPES:
-            msg["datacontenttype"] = FORMAT_CONTENT_TYPES[family]
+        language = language_of(msg["dataschemaformat"], aliases=False) if isinstance(msg["dataschemaformat"], str) else None
+        if language is not None and language.content_type:
+            msg["datacontenttype"] = language.content_type
             msg["_datacontenttype_inferred"] = True
     return msg

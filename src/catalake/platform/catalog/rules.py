@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from .. import cloudevents
 from ..attributes import same_media_type
 from .normalize import Origin
 from .problems import Problem
@@ -72,7 +73,7 @@ def rule_attribute_name_length(msg: dict, origin: Origin) -> list[Problem]:
     """CloudEvents attribute names SHOULD NOT exceed 20 characters (CloudEvents 1.0, "Attribute
     Naming Convention"): a warning, since events with longer names are valid."""
     meta = msg.get("envelopemetadata")
-    if not str(msg.get("envelope") or "").lower().startswith("cloudevents") or not isinstance(meta, dict):
+    if not cloudevents.is_envelope(msg.get("envelope")) or not isinstance(meta, dict):
         return []
     return [_problem(origin, ["envelopemetadata", name], "attribute-name-length",
                      f"CloudEvents attribute name {name!r} has {len(name)} characters; it SHOULD NOT exceed 20", "warning")

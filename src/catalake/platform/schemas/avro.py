@@ -38,6 +38,7 @@ from pyspark.sql.types import (
 
 from .json_schema import SchemaError
 from .unions import JSON_STRING
+from . import keys
 
 PRIMITIVES: dict[str, DataType] = {
     "null": StringType(),
@@ -96,7 +97,7 @@ class _Mapper:
             if schema in PRIMITIVES:
                 return PRIMITIVES[schema], schema == "null", {}
             if schema in stack:
-                return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+                return StringType(), True, {**JSON_STRING, keys.RECURSION: True}
             if schema not in self.named:
                 raise SchemaError(f"Avro type {schema!r} is not defined")
             return self.map(self.named[schema], stack)
@@ -105,11 +106,11 @@ class _Mapper:
         if logical == "decimal" and kind in ("bytes", "fixed"):
             return DecimalType(int(schema["precision"]), int(schema.get("scale", 0))), False, {}
         if logical in LOGICAL:
-            return LOGICAL[logical], False, ({"catalake.unit": UNITS[logical]} if logical in UNITS else {})
+            return LOGICAL[logical], False, ({keys.UNIT: UNITS[logical]} if logical in UNITS else {})
         if kind == "record" or kind == "error":
             name = schema.get("name")
             if name in stack:
-                return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+                return StringType(), True, {**JSON_STRING, keys.RECURSION: True}
             inner = stack + ((name,) if name else ())
             fields = []
             for f in schema["fields"]:
@@ -119,7 +120,7 @@ class _Mapper:
                 fields.append(StructField(f["name"], dtype, nullable, meta))
             return StructType(fields), False, ({"comment": schema["doc"]} if schema.get("doc") else {})
         if kind == "enum":
-            return StringType(), False, {"catalake.check": {"enum": list(schema.get("symbols") or [])}}
+            return StringType(), False, {keys.CHECK: {"enum": list(schema.get("symbols") or [])}}
         if kind == "fixed":
             return BinaryType(), False, {}
         if kind == "array":

@@ -43,6 +43,7 @@ from referencing.jsonschema import DRAFT7, specification_with
 
 from ..patterns import PatternError, python_regex
 from .unions import JSON_STRING, union_type
+from . import keys
 
 MAX_DEPTH = 16
 
@@ -229,14 +230,14 @@ class _Mapper:
         dtype, nullable, meta = self._map(schema, resolver, seen, depth)
         deref, _, _ = self.deref(schema, resolver, seen)
         checks = constraints(deref) if isinstance(deref, dict) else {}
-        if checks and "catalake.json" not in meta:
-            meta = {**meta, "catalake.check": checks}
+        if checks and keys.JSON not in meta:
+            meta = {**meta, keys.CHECK: checks}
         return dtype, nullable, meta
 
     def _map(self, schema: Any, resolver, seen: tuple[int, ...], depth: int) -> tuple[DataType, bool, dict]:
         schema, resolver, seen = self.deref(schema, resolver, seen)
         if schema is None or depth > MAX_DEPTH:
-            return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+            return StringType(), True, {**JSON_STRING, keys.RECURSION: True}
         if schema is True or schema == {} or not isinstance(schema, dict):
             return StringType(), True, dict(JSON_STRING)
         if "allOf" in schema:
@@ -299,8 +300,8 @@ class _Mapper:
             value_schema = extra if isinstance(extra, dict) else patterns[0] if len(patterns) == 1 else None
             if value_schema is not None:
                 vtype, _, vmeta = self.map(value_schema, resolver, seen, depth + 1)
-                return MapType(StringType(), vtype, True), {"catalake.values": vmeta} if vmeta else {}
-            return StringType(), {**JSON_STRING, "catalake.kind": "object"}  # open object without properties: kept as JSON text
+                return MapType(StringType(), vtype, True), {keys.VALUES: vmeta} if vmeta else {}
+            return StringType(), {**JSON_STRING, keys.KIND: "object"}  # open object without properties: kept as JSON text
         required = set(schema.get("required") or [])
         fields = []
         for name, prop in props.items():
@@ -317,9 +318,9 @@ class _Mapper:
         if isinstance(items, list) or "prefixItems" in schema:
             return StringType(), dict(JSON_STRING)  # tuples have no Spark equivalent: JSON text
         if items is None:
-            return ArrayType(StringType(), True), {"catalake.items": dict(JSON_STRING)}
+            return ArrayType(StringType(), True), {keys.ITEMS: dict(JSON_STRING)}
         dtype, _, meta = self.map(items, resolver, seen, depth + 1)
-        return ArrayType(dtype, True), {"catalake.items": meta} if meta else {}
+        return ArrayType(dtype, True), {keys.ITEMS: meta} if meta else {}
 
     def union(self, members: list, parent: dict, resolver, seen, depth) -> tuple[DataType, bool, dict]:
         nullable = False
@@ -328,7 +329,7 @@ class _Mapper:
             base = {k: v for k, v in parent.items() if k not in ("oneOf", "anyOf")}
             deref, mres, mseen = self.deref(member, resolver, seen)
             if deref is None:
-                mapped.append((StringType(), {**JSON_STRING, "catalake.recursion": True}))
+                mapped.append((StringType(), {**JSON_STRING, keys.RECURSION: True}))
                 continue
             if isinstance(deref, dict) and (deref.get("type") == "null" or deref.get("const", 0) is None):
                 nullable = True
@@ -349,8 +350,8 @@ class _Mapper:
 def _unchecked_meta(meta: dict) -> dict:
     """Column metadata without value checks, at any depth: a check of one member of a union is
     no check of the union (jsonschema decides those keywords, payload.uncompiled)."""
-    return {k: _unchecked_meta(v) if k in ("catalake.items", "catalake.values") and isinstance(v, dict) else v
-            for k, v in meta.items() if k != "catalake.check"}
+    return {k: _unchecked_meta(v) if k in (keys.ITEMS, keys.VALUES) and isinstance(v, dict) else v
+            for k, v in meta.items() if k != keys.CHECK}
 
 
 def unchecked(dtype: DataType) -> DataType:

@@ -59,6 +59,7 @@ from pyspark.sql.types import (
 from ..catalog.problems import split_pointer
 from .json_schema import BOUNDS, SchemaError, constraints
 from .unions import JSON_STRING, union_type
+from . import keys
 
 PRIMITIVES: dict[str, DataType] = {
     "string": StringType(), "uri": StringType(), "uuid": StringType(), "jsonpointer": StringType(),
@@ -84,11 +85,11 @@ def primitive_metadata(type_: str) -> dict:
     """What a value of a primitive type must be beyond its Spark type (see the module doc)."""
     meta: dict = {}
     if type_ in STRING_ENCODED:
-        meta["catalake.encoding"] = "string"
+        meta[keys.ENCODING] = "string"
     if type_ in RANGES:
-        meta["catalake.range"] = list(RANGES[type_])
+        meta[keys.RANGE] = list(RANGES[type_])
     if type_ in FORMATTED:
-        meta["catalake.format"] = type_
+        meta[keys.FORMAT] = type_
     return meta
 
 
@@ -175,10 +176,10 @@ class _Mapper:
             return dtype, meta == JSON_STRING, meta
         if type_ in ("array", "set"):
             dtype, _, meta = self.map_member(schema.get("items", {"type": "any"}), stack)
-            return ArrayType(dtype, True), False, {"catalake.items": meta} if meta else {}
+            return ArrayType(dtype, True), False, {keys.ITEMS: meta} if meta else {}
         if type_ == "map":
             dtype, _, meta = self.map_member(schema.get("values", {"type": "any"}), stack)
-            return MapType(StringType(), dtype, True), False, {"catalake.values": meta} if meta else {}
+            return MapType(StringType(), dtype, True), False, {keys.VALUES: meta} if meta else {}
         if type_ == "choice":
             return self.choice(schema, stack), False, {}
         if type_ in ("tuple", "any", None):
@@ -195,7 +196,7 @@ class _Mapper:
 
     def map(self, schema: dict, stack: tuple[int, ...]) -> tuple[DataType, bool, dict]:
         if id(schema) in stack:
-            return StringType(), True, {**JSON_STRING, "catalake.recursion": True}
+            return StringType(), True, {**JSON_STRING, keys.RECURSION: True}
         if schema.get("abstract") is True:
             raise SchemaError(f"the abstract type {schema.get('name') or ''!r} is used as a type; "
                               "abstract types are only bases of $extends")
@@ -204,8 +205,8 @@ class _Mapper:
             return self.map(self.lookup(schema["$root"]), stack)
         dtype, nullable, meta = self.map_type(schema.get("type"), schema, stack)
         checks = structure_constraints(schema)
-        if checks and "catalake.json" not in meta:
-            meta = {**meta, "catalake.check": {**meta.get("catalake.check", {}), **checks}}
+        if checks and keys.JSON not in meta:
+            meta = {**meta, keys.CHECK: {**meta.get(keys.CHECK, {}), **checks}}
         return dtype, nullable, meta
 
     def properties(self, schema: dict, stack) -> tuple[dict, set]:
@@ -236,10 +237,10 @@ class _Mapper:
             if isinstance(prop, dict) and prop.get("description"):
                 meta = {**meta, "comment": prop["description"]}
             if wire_name(name, prop) != name:
-                meta = {**meta, "catalake.wire": wire_name(name, prop)}
+                meta = {**meta, keys.WIRE: wire_name(name, prop)}
             fields.append(StructField(name, dtype, nullable or name not in required, meta))
         closed = {"closed": sorted(wire_name(n, p) for n, p in props.items())} if schema.get("additionalProperties") is False else {}
-        return StructType(fields), {"catalake.check": closed} if closed else {}
+        return StructType(fields), {keys.CHECK: closed} if closed else {}
 
     def choice(self, schema: dict, stack) -> DataType:
         choices = schema.get("choices") or {}

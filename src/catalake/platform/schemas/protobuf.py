@@ -49,6 +49,7 @@ from pyspark.sql.types import (
 
 from .json_schema import SchemaError
 from .unions import JSON_STRING
+from . import keys
 
 MAX_DEPTH = 16
 
@@ -149,7 +150,7 @@ class _Mapper:
         if full in WELL_KNOWN:
             return WELL_KNOWN[full]
         if full in stack or len(stack) > MAX_DEPTH:
-            return StringType(), {**JSON_STRING, "catalake.recursion": True}
+            return StringType(), {**JSON_STRING, keys.RECURSION: True}
         descriptor = self.messages[full]
         fields = []
         for i, field in enumerate(descriptor.field):
@@ -174,7 +175,7 @@ class _Mapper:
             value_type, _ = self.single(value, stack)
             return MapType(SCALARS[key.type], value_type, True), {}
         element, meta = self.single(field, stack)
-        return ArrayType(element, bool(meta.get("catalake.json"))), meta
+        return ArrayType(element, bool(meta.get(keys.JSON))), meta
 
 
 def _find(mapper: _Mapper, descriptors, type_name: str | None) -> str:

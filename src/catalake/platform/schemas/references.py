@@ -26,17 +26,10 @@ from ..catalog.model import MessageDefinition
 from ..catalog.problems import split_pointer
 from ..catalog.registry import find_schema, registry_reference, split_reference, version_content
 from .json_schema import NeverFollowed, SchemaError
+from .languages import Language, language_of
 
-FAMILIES = {
-    "jsonschema": "jsonschema",
-    "json": "jsonschema",
-    "jsonstructure": "jsonstructure",
-    "avro": "avro",
-    "protobuf": "protobuf",
-    "proto": "protobuf",
-    "xsd": "xsd",
-    "xmlschema": "xsd",
-}
+NO_LANGUAGE = Language("", (), None, None)
+
 
 
 class SchemaReferenceError(SchemaError):
@@ -61,9 +54,8 @@ class DataSchema:
 
 
 def format_family(fmt: str | None) -> str | None:
-    if not fmt:
-        return None
-    return FAMILIES.get(fmt.split("/")[0].lower().replace("-", "").replace(" ", ""))
+    language = language_of(fmt)
+    return language.family if language else None
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -133,7 +125,7 @@ def resolve_data_schema(
         content = _read_file(message, ref, location, roots)
     else:
         raise SchemaReferenceError(f"{message.xid}: data schema reference {ref!r} is neither a registry reference nor a file")
-    if isinstance(content, str) and format_family(fmt) in ("jsonschema", "jsonstructure", "avro"):
+    if isinstance(content, str) and (language_of(fmt) or NO_LANGUAGE).json_text:
         try:
             content = json.loads(content)  # registries may hold JSON schemas as strings
         except ValueError:

@@ -14,8 +14,9 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+from . import keys
 
-JSON_STRING = {"catalake.json": True}  # column metadata: the value is JSON text
+JSON_STRING = {keys.JSON: True}  # column metadata: the value is JSON text
 NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)
 
 
