@@ -1,0 +1,55 @@
+"""The classifier's per-record path alone, without Spark: one task's pieces of the workload
+classified in this process, round after round (for side-by-side runs of two checkouts).
+
+    PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workload import DAY, write  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--definitions", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work", default="/tmp/catalake-bench")
+    args = parser.parse_args()
+
+    from catalake.platform.catalog import load_catalog
+    from catalake.platform.classifier import Classifier, Plan
+    from catalake.platform.landing import list_day, plan_tasks
+    from catalake.platform.message_table import message_tables
+
+    catalog_dir, landing = write(Path(args.work), args.definitions, args.records)
+    tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])
+    day = dt.date.fromisoformat(DAY)
+    pieces = plan_tasks(list_day(str(landing), day).files, 8)[0]  # one of 8 tasks
+    seconds = []
+    for round_ in range(args.rounds):
+        warehouse = tempfile.mkdtemp(prefix="catalake-per-record-")
+        classifier = Classifier(Plan(tuple(tables), warehouse, day, dt.datetime.now(dt.timezone.utc), f"r{round_}"))
+        start = time.perf_counter()
+        result = classifier.run(f"{round_}.0", pieces)
+        seconds.append(time.perf_counter() - start)
+        shutil.rmtree(warehouse, ignore_errors=True)
+    print(json.dumps({"records": result.records, "seconds": [round(s, 2) for s in seconds],
+                      "median_s": round(statistics.median(seconds), 2),
+                      "records_per_second": round(result.records / statistics.median(seconds))}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
