@@ -59,7 +59,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.expectations import build_suite
+    from catalake.platform.suites import build_suite
     from catalake.platform.message_table import message_tables, sync_message_tables
     from catalake.platform.spark import build_session
     from catalake.platform.storage import DeltaStore

@@ -13,7 +13,8 @@ import pytest
 from catalake.platform.attributes import column_value
 from catalake.platform.catalog import load_catalog
 from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.expectations import IN_SET, MATCH_REGEX, OF_TYPE, build_suite, import_gx, suite_expectations
+from catalake.platform.expectations import IN_SET, MATCH_REGEX, OF_TYPE, import_gx, suite_expectations
+from catalake.platform.suites import build_suite
 from catalake.platform.jsonvalues import as_text
 from catalake.platform.matcher import CompiledCatalog, Match
 from catalake.platform.message_table import message_tables

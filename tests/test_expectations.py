@@ -13,9 +13,6 @@ from catalake.platform.config import catalog_roots
 from catalake.platform.expectations import (
     ERROR,
     WARN,
-    build_suite,
-    expectation_summary,
-    load_suite,
     rule_attribute_types,
     rule_attribute_values,
     rule_payload_enum,
@@ -28,7 +25,12 @@ from catalake.platform.expectations import (
     rule_required_attributes,
     rule_uritemplates,
     suite_expectations,
+)
+from catalake.platform.suites import (
+    build_suite,
     document_json,
+    expectation_summary,
+    load_suite,
     plain_suite_document,
     suite_document,
     suite_json,
@@ -350,7 +352,7 @@ def test_properties_named_with_dots_quotes_and_backticks_are_their_own_columns_i
 
 
 def test_suites_stored_without_the_context_are_the_contexts_suites(shop, tmp_path):
-    from catalake.platform.expectations import store_suite_documents
+    from catalake.platform.suites import store_suite_documents
 
     tables = list(shop[2].values())
     _, _, written = sync_suites(tmp_path / "suites", tables)

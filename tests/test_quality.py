@@ -206,7 +206,7 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     """The referee: the same records, typed but not filtered, validated by GX's own engine."""
     from catalake.platform.catalog import load_catalog
     from catalake.platform.classifier import Classifier, Plan
-    from catalake.platform.expectations import build_suite
+    from catalake.platform.suites import build_suite
     from catalake.platform.landing import partition_files, plan_tasks
     from catalake.platform.message_table import message_tables
     from catalake.platform.storage import DeltaStore, arrow_schema

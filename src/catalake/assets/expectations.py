@@ -25,7 +25,7 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
     did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
     every record against the same expectations; each per-message asset's `expectations` check
     shows their results per partition."""
-    from catalake.platform.expectations import store_suite_documents, sync_suites
+    from catalake.platform.suites import store_suite_documents, sync_suites
 
     try:
         catalog = catalog_source.load()

@@ -28,7 +28,8 @@ from typing import Any, Sequence
 import orjson
 
 from .config import DOCS_INDEX, GX_SUITES, GX_VERSION, VALIDATIONS
-from .expectations import DERIVED, ERROR, OF_TYPE, Expectation, import_gx, expectation_summary, suite_document
+from .expectations import DERIVED, ERROR, OF_TYPE, Expectation, import_gx
+from .suites import expectation_summary, suite_document
 from .quality import KINDS, Counts, ExpectationResult
 from .webassets import localize
 
@@ -435,7 +436,7 @@ def validate_stored(spark, store, tables, day, names: Sequence[str] | None = Non
                     run_name: str | None = None) -> dict[str, SuiteOutcome]:
     """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
     by warehouse name or SQL name), the referee of the classification pass's results."""
-    from .expectations import build_suite
+    from .suites import build_suite
     from .message_table import PARTITION_COLUMN
 
     from .config import local_folder
