@@ -17,7 +17,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.classifier import Classifier, Plan
 from catalake.platform.landing import Piece
 from catalake.platform.message_table import message_tables
-from catalake.platform.storage import arrow_schema
+from catalake.platform.arrowschemas import arrow_schema
 
 from onepass import DAY, event, structure_message
 from structure_instances import NAME, instances

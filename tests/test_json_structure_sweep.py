@@ -19,7 +19,7 @@ from catalake.platform.landing import Piece
 from catalake.platform.matcher import compile_definition
 from catalake.platform.message_table import message_tables
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
-from catalake.platform.storage import arrow_schema
+from catalake.platform.arrowschemas import arrow_schema
 
 from onepass import DAY, record_for
 from structure_instances import instances

@@ -209,7 +209,8 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     from catalake.platform.suites import build_suite
     from catalake.platform.landing import partition_files, plan_tasks
     from catalake.platform.message_table import message_tables
-    from catalake.platform.storage import DeltaStore, arrow_schema
+    from catalake.platform.arrowschemas import arrow_schema
+    from catalake.platform.storage import DeltaStore
     from catalake.platform.validation import Validator
 
     base, landing, warehouse, run = seeded

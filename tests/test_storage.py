@@ -7,7 +7,8 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from catalake.platform.storage import DeltaStore, PartFiles, StorageError, arrow_schema, native_delta_available
+from catalake.platform.arrowschemas import arrow_schema
+from catalake.platform.storage import DeltaStore, PartFiles, StorageError, native_delta_available
 
 SCHEMA = StructType(
     [

@@ -48,7 +48,8 @@ from .schemas.validators import (
     jsonschema_validator,
     schema_errors,
 )
-from .storage import PartFiles, arrow_schema
+from .arrowschemas import arrow_schema
+from .storage import PartFiles
 from .schemas import keys
 
 # dead-letter reasons a catalog change can undo (replay); the others are the record's own faults

@@ -48,10 +48,10 @@ from deltalake.schema import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from . import uris
+from .arrowschemas import arrow_schema, arrow_schema_with_metadata, spark_schema_of
 from .sql import ident, string
 
 log = logging.getLogger(__name__)
@@ -560,11 +560,11 @@ class DeltaStore:
                 builder = builder.property(key, value)
             builder.execute()
         else:
-            arrow_schema = _arrow_schema(schema)
+            table_schema = arrow_schema_with_metadata(schema)
             try:
                 create_table_with_add_actions(
                     path,
-                    DeltaSchema.from_arrow(arrow_schema),
+                    DeltaSchema.from_arrow(table_schema),
                     [],
                     mode="error",
                     partition_by=list(partition_by) or None,
@@ -590,7 +590,7 @@ class DeltaStore:
                 .mode("append").option("mergeSchema", "true").save(self.path(name))
             )
             return
-        write_deltalake(self.path(name), _arrow_schema(schema).empty_table(), mode="append", schema_mode="merge",
+        write_deltalake(self.path(name), arrow_schema_with_metadata(schema).empty_table(), mode="append", schema_mode="merge",
                         storage_options=self.options)
 
     # -- writes
@@ -609,7 +609,7 @@ class DeltaStore:
             self.overwrite(name, self.spark.createDataFrame(list(rows), self.spark_schema(name)))
             return
         table = self._table(name)
-        schema = _arrow_schema(_spark_schema(table))
+        schema = arrow_schema_with_metadata(_spark_schema(table))
         write_deltalake(table, pa.Table.from_pylist(list(rows), schema=schema), mode="overwrite",
                         storage_options=self.options)
 
@@ -792,59 +792,9 @@ def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
     return None if any(n is None for n in counts) else int(sum(counts))
 
 
+
 def _spark_schema(table: DeltaTable) -> StructType:
-    """The table's schema as Spark sees it, column metadata (comments, catalake.*) included.
-
-    Delta's schema JSON is Spark's own; delta-rs keeps metadata values as strings, so ours
-    (JSON-encoded on the way in, see _arrow_field) are decoded again.
-    """
-    return StructType.fromJson(_decode_metadata(json.loads(table.schema().to_json())))
-
-
-def _decode_metadata(node):
-    if isinstance(node, dict):
-        out = {k: _decode_metadata(v) for k, v in node.items() if k != "metadata"}
-        if "metadata" in node:
-            out["metadata"] = {
-                k: (json.loads(v) if k.startswith("catalake.") and isinstance(v, str) else v)
-                for k, v in node["metadata"].items()
-            }
-        return out
-    if isinstance(node, list):
-        return [_decode_metadata(v) for v in node]
-    return node
-
-
-def _with_metadata(arrow_type: pa.DataType, spark_type) -> pa.DataType:
-    """arrow_type with the Spark fields' metadata attached at every nesting level."""
-    if isinstance(spark_type, StructType):
-        return pa.struct([_arrow_field(arrow_type.field(i), f) for i, f in enumerate(spark_type.fields)])
-    if isinstance(spark_type, ArrayType):
-        item = arrow_type.value_field
-        return pa.list_(item.with_type(_with_metadata(item.type, spark_type.elementType)))
-    if isinstance(spark_type, MapType):
-        return pa.map_(arrow_type.key_type, _with_metadata(arrow_type.item_type, spark_type.valueType))
-    return arrow_type
-
-
-def _arrow_field(field: pa.Field, spark_field: StructField) -> pa.Field:
-    field = field.with_type(_with_metadata(field.type, spark_field.dataType))
-    metadata = {
-        k: (v if isinstance(v, str) and not k.startswith("catalake.") else json.dumps(v))
-        for k, v in spark_field.metadata.items()
-    }
-    return field.with_metadata(metadata) if metadata else field
-
-
-def _arrow_schema(schema: StructType) -> pa.Schema:
-    arrow = to_arrow_schema(schema, timestamp_utc=True)
-    return pa.schema([_arrow_field(f, sf) for f, sf in zip(arrow, schema.fields)])
-
-
-def arrow_schema(schema: StructType, exclude: Sequence[str] = ()) -> pa.Schema:
-    """The Arrow schema data files of the table are written with (no column metadata; the
-    partition column, which Delta keeps in the log, excluded)."""
-    return to_arrow_schema(StructType([f for f in schema.fields if f.name not in exclude]), timestamp_utc=True)
+    return spark_schema_of(table.schema().to_json())
 
 
 __all__ = ["BACKENDS", "DeltaStore", "StorageError", "choose_backend", "native_delta_available"]
