@@ -16,9 +16,7 @@ from dagster import (
     op,
 )
 
-from catalake.platform.catalog import load_catalog
 from catalake.platform.drift import candidates, deadletter_rows, markdown, proposals_document
-from catalake.platform.message_table import message_tables
 from catalake.platform.replay import replay_partition
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
@@ -61,7 +59,7 @@ def replay_dead_letters(context: OpExecutionContext, catalog_source: CatalogSour
     """Re-matches the day's dead letters against the current catalog and moves every record that
     now matches into its table (the day stays conserved; a second replay moves nothing)."""
     day = dt.date.fromisoformat(context.partition_key)
-    tables, _ = message_tables(load_catalog(catalog_source.paths), catalog_source.roots())
+    tables = catalog_source.tables()
     result = replay_partition(spark.session, warehouse.store(spark.session), tables, day, progress=context.log.info)
     context.log_event(AssetObservation(asset_key=DEADLETTER_KEY, partition=context.partition_key, metadata={
         "replayed_dead_letters": result.deadletters, "moved_rows": result.moved_rows,

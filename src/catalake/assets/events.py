@@ -26,7 +26,6 @@ from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_increment, classify_partition, conservation
 from catalake.platform.config import Settings
 from catalake.platform.deadletter import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
-from catalake.platform.message_table import message_tables
 from catalake.platform.storage import PARTITION_COLUMN
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
@@ -118,7 +117,7 @@ def build_events_asset(settings: Settings):
         day = dt.date.fromisoformat(context.partition_key)
         try:
             catalog = catalog_source.load()
-            tables, _ = message_tables(catalog, catalog_source.roots())
+            tables = catalog_source.tables(catalog)
         except CatalogError as exc:
             raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
         key_of = {t.name: message_key(t.message) for t in tables}

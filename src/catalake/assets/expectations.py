@@ -5,7 +5,6 @@ from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefini
 import catalake.platform.attributes
 import catalake.platform.expectations
 from catalake.platform.catalog import CatalogError
-from catalake.platform.message_table import message_tables
 from catalake.platform.report import markdown_table
 from catalake.resources import CatalogSource, Warehouse
 
@@ -31,7 +30,7 @@ def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSo
         catalog = catalog_source.load()
     except CatalogError as exc:
         raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
-    tables, _ = message_tables(catalog, catalog_source.roots())
+    tables = catalog_source.tables(catalog)
     outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
     store_suite_documents(warehouse.local, written)  # the GX context lists every suite in its data docs
     rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]

@@ -5,8 +5,6 @@ import datetime as dt
 
 from dagster import AssetObservation, DailyPartitionsDefinition, OpExecutionContext, job, op
 
-from catalake.platform.catalog import load_catalog
-from catalake.platform.message_table import message_tables
 from catalake.platform.validation import validate_stored
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
@@ -21,7 +19,7 @@ def validate_stored_partition(context: OpExecutionContext, catalog_source: Catal
     the partition, and records the outcome as an observation of the table (the results are also
     stored in the GX context, under the run name `<day> (catalake validate)`)."""
     day = dt.date.fromisoformat(context.partition_key)
-    tables, _ = message_tables(load_catalog(catalog_source.paths), catalog_source.roots())
+    tables = catalog_source.tables()
     store = warehouse.store(spark.session)
     outcomes = validate_stored(spark.session, store, tables, day, validator=warehouse.validator())
     by_name = {t.name: t for t in tables}

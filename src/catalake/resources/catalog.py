@@ -20,3 +20,9 @@ class CatalogSource(ConfigurableResource):
 
     def roots(self) -> list[Path]:
         return [Path(p) for p in self.schema_roots] or list(catalog_roots(self.paths))
+
+    def tables(self, catalog: Catalog | None = None) -> list:
+        """The message tables of the catalog (loaded when not given); CatalogError names every problem."""
+        from catalake.platform.message_table import message_tables
+
+        return message_tables(catalog if catalog is not None else self.load(), self.roots())[0]

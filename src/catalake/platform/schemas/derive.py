@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql.types import DataType
 
 from .json_schema import SchemaError
-from .languages import BY_FAMILY
+from .languages import BY_FAMILY, Mapped
 from .references import DataSchema
 
 
@@ -15,13 +15,13 @@ def spark_type(schema: DataSchema) -> tuple[DataType, bool]:
     return dtype, nullable
 
 
-def spark_field(schema: DataSchema) -> tuple[DataType, bool, dict]:
+def spark_field(schema: DataSchema) -> Mapped:
     """(type, nullable, the payload's own metadata: its root checks), by the schema's language."""
     language = BY_FAMILY.get(schema.family or "")
     if language is None or language.derive is None:
         raise SchemaError(f"{schema.message}: schema format {schema.format!r} is not mapped to Spark (yet)")
     try:
-        return language.derive(schema)
+        return Mapped(*language.derive(schema))
     except SchemaError as exc:
         if schema.message in str(exc):
             raise

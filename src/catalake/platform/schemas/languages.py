@@ -6,7 +6,9 @@ of `data` (derive.py calls it), and the schema's own validator and decoder on ex
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
+
+from pyspark.sql.types import DataType
 
 from .avro import avro_to_spark, named_type
 from .json_schema import SchemaError, json_schema_field
@@ -15,12 +17,20 @@ from .protobuf import protobuf_to_spark
 from .validators import avro_decoder, avro_errors, jsonschema_errors
 
 
+class Mapped(NamedTuple):
+    """A data schema as the table's `data` column: what every language's `derive` answers."""
+
+    type: DataType
+    nullable: bool
+    meta: dict  # the payload's own field metadata (its root checks, schemas/keys.py)
+
+
 @dataclass(frozen=True)
 class Language:
     family: str
     names: tuple[str, ...]  # `dataschemaformat` names (before the "/", lower case, no "-" or spaces)
     content_type: str | None  # the payload's content type when the definition names none
-    derive: Callable[[Any], tuple] | None  # schema -> (Spark type, nullable, the payload's metadata); None: kept as text
+    derive: Callable[[Any], tuple] | None  # schema -> (Spark type, nullable, metadata), as a Mapped; None: kept as text
     json_text: bool = False  # a registry may hold the schema as JSON text
     validator: Callable | None = None  # ValidatorSpec -> (value -> error messages), for what compiled checks leave open
     decoder: Callable | None = None  # ValidatorSpec -> (base64 payload -> its JSON value), for binary encodings
