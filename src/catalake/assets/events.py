@@ -22,6 +22,7 @@ from dagster import (
 
 from catalake.eventlog import event_batch
 from catalake.platform import layouts, uris
+from catalake.platform.analyst import analyst_name
 from catalake.platform.catalog import CatalogError
 from catalake.platform.classify import classify_increment, classify_partition, conservation
 from catalake.platform.config import Settings
@@ -205,7 +206,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date):
         passed=ok,
         severity=AssetCheckSeverity.ERROR,
         metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
-                  "per_table": MetadataValue.json({n.rsplit("/", 1)[-1]: rows for n, rows in counts["per_table"].items()})},
+                  "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
     )
     yield AssetCheckResult(
         asset_key=DEADLETTER_KEY,
@@ -263,7 +264,7 @@ def report_tables(context, settings: Settings, store, tables, written, key_of, w
 def table_location(store, name: str) -> dict:
     """Where a table is, as Dagster's metadata names it: its SQL name and its URI."""
     path = store.path(name)
-    return {"dagster/table_name": name.rsplit("/", 1)[-1], "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
+    return {"dagster/table_name": analyst_name(name), "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
 
 
 def materializations_of_run(instance, run_id: str, partition: str, keys: list[AssetKey]) -> dict:

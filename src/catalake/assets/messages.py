@@ -17,7 +17,9 @@ from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.config import Settings
 from catalake.platform.message_table import message_table, table_fingerprint
-from catalake.platform.protocols import binding_of_protocol
+from catalake.platform.catalog.normalize import protocol_family
+from catalake.platform.protocols import BY_FAMILY
+from catalake.platform.schemas import keys
 
 from .metadata import column_schema
 
@@ -37,7 +39,7 @@ def short_name(message: MessageDefinition) -> str:
 
 def protocol_name(message: MessageDefinition) -> str | None:
     """The binding's name as people write it (Kafka, MQTT, AMQP, HTTP, NATS), None for none."""
-    binding = binding_of_protocol(message.protocol)
+    binding = BY_FAMILY.get(protocol_family(message.protocol) or "")
     return binding.title if binding is not None else message.protocol
 
 
@@ -67,9 +69,10 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     over = f" over {protocol}" if protocol else ""
     table = message_table(message, catalog, settings.roots)
     location = uris.join(settings.warehouse, table.name)
+    uri = uris.as_uri(location)
     metadata = {
         "dagster/table_name": message.table_name,
-        "dagster/uri": uris.as_uri(location),
+        "dagster/uri": uri,
         "message_id": message.message_id,
         "xid": message.xid,
         "envelope": message.envelope or "none",
@@ -80,8 +83,8 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     }
     if table.data_schema is not None:
         metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
-    if "catalake.schema_error" in table.schema["data"].metadata:
-        metadata["untyped_payload"] = table.schema["data"].metadata["catalake.schema_error"]
+    if keys.SCHEMA_ERROR in table.schema["data"].metadata:
+        metadata["untyped_payload"] = table.schema["data"].metadata[keys.SCHEMA_ERROR]
     return AssetSpec(
         key=message_key(message),
         # the first line is what the asset graph shows under the name
@@ -89,7 +92,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
         + (f": {text}" if text else "")
         + f"\n\nMessage `{message.message_id}` of group `{message.group_id}` (`{message.xid}`), "
         f"{message.envelope or 'no'} envelope, {protocol or 'any protocol'}. Delta table "
-        f"`{message.table_name}`, partitioned by `event_date`, at `{uris.as_uri(location)}`.\n\n{FED_BY}",
+        f"`{message.table_name}`, partitioned by `event_date`, at `{uri}`.\n\n{FED_BY}",
         group_name=slug(message.group_id),
         kinds={"spark", "delta"},
         deps=[CATALOG_KEY],
@@ -155,7 +158,7 @@ def _keep(settings: Settings, specs: list[AssetSpec]) -> None:
 def _last_valid(settings: Settings) -> list[AssetSpec]:
     try:
         plain = deserialize_value(_snapshot(settings).read_text())
-    except (OSError, ValueError, Exception):  # none yet, or written by another version
+    except Exception:  # noqa: BLE001 - none yet, or unreadable (another version wrote it): no specs
         return []
     return [AssetSpec(key=AssetKey(p["key"]), description=p["description"], group_name=p["group"], kinds=set(p["kinds"]),
                       deps=[CATALOG_KEY], metadata=p["metadata"], tags=p["tags"], owners=p["owners"],

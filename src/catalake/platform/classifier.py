@@ -295,6 +295,10 @@ class Classifier:
         name = source_file.rsplit("/", 1)[-1] if source_file else ""
         self.origin = formats.connect_origin(name) if self.topic is not None else None
 
+    def source_file(self, piece: Piece) -> str:
+        """A piece's file as rows name it (`source_file`): below the landing root, shown escaped."""
+        return display_path(relative(self.plan.landing, piece.path) if self.plan.landing else piece.path)
+
     def landed(self, obj, line: int):
         """A landed JSON value as the record it is: a value of a Kafka topic's file that is no
         record of its own is the Kafka record it was (formats.kafka_value_record)."""
@@ -317,7 +321,7 @@ class Classifier:
         names the files: task number and attempt)."""
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
-                shown = display_path(relative(self.plan.landing, piece.path) if self.plan.landing else piece.path)
+                shown = self.source_file(piece)
                 self.source(shown, piece.fields)
                 for line, raw in read_piece(piece):
                     yield shown, line, raw
@@ -497,7 +501,8 @@ class Classifier:
         filtered, by table: the rows GX's own validation of the pass is compared with."""
         out: dict[str, list[Checked]] = {}
         for piece in pieces:
-            self.source(display_path(piece.path), piece.fields)
+            shown = self.source_file(piece)
+            self.source(shown, piece.fields)
             for line, raw in read_piece(piece):
                 if not isinstance(raw, bytes):
                     continue
@@ -511,7 +516,7 @@ class Classifier:
                     m = self.matcher.match(rec)
                     m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
                     if m.status == MatchStatus.MATCHED:
-                        checked = self.typed(rec, m, piece.path, line)
+                        checked = self.typed(rec, m, shown, line)
                         out.setdefault(checked.spec.name, []).append(checked)
         return out
 

@@ -264,12 +264,6 @@ BY_FAMILY: dict[str, Binding] = {b.family: b for b in BINDINGS.values()}
 PROTOCOL_PREFIXES = {"MQTT": "mqtt", "AMQP": "amqp", "HTTP": "http", "NATS": "nats", "ROCKETMQ": "rocketmq"}
 
 
-def binding_of_protocol(protocol: str | None) -> Binding | None:
-    """The binding of a catalog's `protocol` value (`KAFKA`, `MQTT/5.0`, `AMQP/1.0`, ...), or None."""
-    family = (protocol or "").split("/")[0].strip().upper()
-    return BY_FAMILY.get(family)
-
-
 def binding_of(rec: dict) -> Binding | None:
     """The binding a JSON object is a record of, or None (a structured CloudEvent, or not an event)."""
     protocol = rec.get("protocol")

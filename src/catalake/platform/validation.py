@@ -257,20 +257,16 @@ def validation_result_document(table: str, suite: str, partition: str, run_id: s
     own serialization (what its validation results store writes; tests load it back through GX).
 
     What the page shows is what the `expectations` check shows in Dagster: the suite's
-    expectations plus the classifier's payload types row, counts over the records the pass
-    matched to the message, and on each a note (GX's expectation notes, the comment icon) with its
-    severity and, when it failed, what became of the records that broke it. (GX's own severity
-    field is not rendered, and its meta-properties columns fail on GX 1.x expectations.)"""
+    expectations plus the classifier's payload types row, with counts over the records the pass
+    matched to the message (`annotate_page` adds each one's severity and outcome)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     matched, type_unexpected, type_examples = types.evaluated, types.unexpected, types.examples
     stored = matched - rejected
     evaluated = [_evaluated(r.expectation.type, r.expectation.gx_kwargs(), r.expectation.meta, r.severity, r.success,
-                            _result_dict(r), _note(r.severity, r.success, r.unexpected_count, matched, partition, stored))
-                 for r in results]
+                            _result_dict(r)) for r in results]
     evaluated.append(_evaluated(
         OF_TYPE, {"column": "data", "type_": "StructType"}, _types_meta(), ERROR, type_unexpected == 0,
-        _counts(matched, type_unexpected, type_unexpected / matched * 100 if matched else None, None, type_examples),
-        _note(ERROR, type_unexpected == 0, type_unexpected, matched, partition, stored)))
+        _counts(matched, type_unexpected, type_unexpected / matched * 100 if matched else None, None, type_examples)))
     passed = sum(1 for r in evaluated if r["success"])
     return {
         "id": None,
@@ -348,27 +344,10 @@ def day_page(warehouse: Path, stored: Path) -> Path:
     return Path(warehouse) / DOCS_INDEX.parent / "validations" / relative.with_suffix(".html")
 
 
-def _evaluated(type_: str, kwargs: dict, meta: dict, severity: str, success: bool, result: dict, note: str | None) -> dict:
-    config = {"type": type_, "kwargs": kwargs, "meta": meta, "severity": "critical" if severity == ERROR else "warning",
-              "notes": note}
+def _evaluated(type_: str, kwargs: dict, meta: dict, severity: str, success: bool, result: dict) -> dict:
+    config = {"type": type_, "kwargs": kwargs, "meta": meta, "severity": "critical" if severity == ERROR else "warning"}
     return {"success": success, "expectation_config": config, "result": result, "meta": {},
             "exception_info": {"raised_exception": False, "exception_traceback": None, "exception_message": None}}
-
-
-def _note(severity: str, success: bool, unexpected: int | None, matched: int, partition: str, stored: int) -> str:
-    """The expectation's severity, and for a failed one what its numbers are over and what became
-    of the records."""
-    if severity == ERROR:
-        note = "**Severity ERROR**: what the catalog requires; a record breaking it is dead-lettered."
-    else:
-        note = "**Severity WARN**: a record breaking it is stored all the same."
-    if success or not unexpected:
-        return note
-    over = f" Counted over the {matched} record(s) of {partition} matched to this message:"
-    if severity == ERROR:
-        return (f"{note}{over} the {unexpected} breaking it went to the dead-letter table (reason `schema_violation`); "
-                f"the table holds the {stored} that meet the suite.")
-    return f"{note}{over} the {unexpected} breaking it are among the {stored} stored."
 
 
 def _types_meta() -> dict:
