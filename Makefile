@@ -13,14 +13,14 @@ prerequisites:
 
 # The environment, from the project's own files: exact pins in constraints.txt.
 # The data docs' JS/CSS come from npm (exact versions in web/package-lock.json) into the package,
-# so the docs render offline (src/catalake/platform/webassets.py).
+# so the docs render offline (src/catalake/platform/quality/webassets.py).
 $(BIN)/.installed: pyproject.toml constraints.txt web/package-lock.json
 	$(MAKE) prerequisites
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	cd web && npm ci --silent
-	$(BIN)/python -m catalake.platform.webassets web/node_modules
+	$(BIN)/python -m catalake.platform.quality.webassets web/node_modules
 	touch $@
 
 # The offline data docs test drives Debian's chromium (headless, no network): installed here when

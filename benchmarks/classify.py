@@ -34,10 +34,10 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import classify_partition
-    from catalake.platform.message_table import message_tables, sync_message_tables
+    from catalake.platform.runs.day import classify_partition
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog_dir, landing = write(Path(args.work), args.definitions, args.records)
     catalog = load_catalog([catalog_dir])

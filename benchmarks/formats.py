@@ -29,7 +29,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import DAY, catalog, event  # noqa: E402
 
-from catalake.demo import formats  # noqa: E402
+from catalake.demo import writers as formats  # noqa: E402
 
 LAYOUTS = {"jsonl": "day", "zstd": "hive", "avro": "capture", "amqp-jsonl": "day", "parquet": "connect", "kafka-jsonl": "day"}
 
@@ -60,7 +60,7 @@ def write(work: Path, records: int, definitions: int) -> Path:
     # the same records as JSON lines: what each binary format costs beyond its binding
     (base / "kafka-jsonl" / DAY).mkdir(parents=True, exist_ok=True)
     (base / "kafka-jsonl" / DAY / "kafka.jsonl").write_bytes(b"".join(orjson.dumps(k) + b"\n" for k in kafka))
-    from catalake.platform.formats import capture_record
+    from catalake.platform.landing.formats import capture_record
 
     (base / "amqp-jsonl" / DAY).mkdir(parents=True, exist_ok=True)
     (base / "amqp-jsonl" / DAY / "amqp.jsonl").write_bytes(
@@ -71,10 +71,10 @@ def write(work: Path, records: int, definitions: int) -> Path:
 
 def measure(spark, base: Path, name: str, repeats: int) -> dict:
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import classify_partition, conservation
-    from catalake.platform.landing import list_day
-    from catalake.platform.message_table import message_tables, sync_message_tables
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.runs.day import classify_partition, conservation
+    from catalake.platform.landing.listing import list_day
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+    from catalake.platform.warehouse.store import DeltaStore
 
     cat = load_catalog([base / "catalog"])
     tables, _ = message_tables(cat, [base / "catalog"])

@@ -125,11 +125,12 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import classify_increment, classify_partition, conservation
-    from catalake.platform.deadletter import DEADLETTER_TABLE
-    from catalake.platform.message_table import message_tables, sync_message_tables
+    from catalake.platform.runs.day import classify_partition, conservation
+    from catalake.platform.runs.increment import classify_increment
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)

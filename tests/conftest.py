@@ -29,7 +29,7 @@ def spark():
 
 @pytest.fixture
 def store(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     return DeltaStore(spark, tmp_path / "warehouse")
 

@@ -14,14 +14,14 @@ import duckdb
 import pytest
 from dagster import DagsterInstance
 
-from catalake.assets.analytics import DBT_TEMPLATE
-from catalake.assets.jobs import DAILY_SELECTION
+from catalake.defs.analytics_assets import DBT_TEMPLATE
+from catalake.defs.jobs import DAILY_SELECTION
 from catalake.location import build_definitions
-from catalake.platform.analyst import sql, warehouse_tables
+from catalake.platform.warehouse.names import sql, warehouse_tables
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import Settings
-from catalake.platform.dbt_sources import prepare_project
-from catalake.platform.message_table import message_tables
+from catalake.platform.warehouse.dbt_sources import prepare_project
+from catalake.platform.warehouse.message_tables import message_tables
 
 from conftest import DEMO_CATALOG, REPO
 
@@ -174,7 +174,7 @@ def test_dbt_build_materializes_every_model_with_tests_as_checks(demo):
 
 def test_events_daily_matches_the_message_tables(demo, spark):
     _, warehouse, _ = demo
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     store = DeltaStore(spark, warehouse)
     expected = {(row.table_name, str(row.event_date)): row.n for row in sql(spark, store, " UNION ALL ".join(

@@ -7,12 +7,12 @@ import pytest
 
 from dagster import AssetKey, materialize
 
-from catalake.assets import message_catalog
+from catalake.defs import message_catalog
 from catalake.definitions import defs
 from catalake.location import build_definitions
-from catalake.platform.catalog_table import CATALOG_TABLE
+from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.config import Settings
-from catalake.platform.storage import DeltaStore
+from catalake.platform.warehouse.store import DeltaStore
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
 from conftest import DEMO_CATALOG
@@ -138,8 +138,8 @@ def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):
 
 def test_failed_error_expectations_block():
     """A partition breaking what the catalog requires fails its check with ERROR severity."""
-    from catalake.assets.checks import check_result
-    from catalake.platform.validation import ExpectationOutcome, SuiteOutcome
+    from catalake.defs.checks import check_result
+    from catalake.platform.quality.referee import ExpectationOutcome, SuiteOutcome
 
     key = AssetKey(["messages", "g", "m"])
     error = ExpectationOutcome("expect_column_values_to_be_in_set", "data.status", "payload enum", "ERROR", False, 1, 10.0, ["lost"])

@@ -10,15 +10,16 @@ import json
 
 import pytest
 
-from catalake.platform.attributes import column_value
+from catalake.platform.records.attributes import column_value
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.expectations import IN_SET, MATCH_REGEX, OF_TYPE, import_gx, suite_expectations
-from catalake.platform.suites import build_suite
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
+from catalake.platform.quality.expectations import IN_SET, MATCH_REGEX, OF_TYPE, import_gx, suite_expectations
+from catalake.platform.quality.suites import build_suite
 from catalake.platform.jsonvalues import as_text
-from catalake.platform.matcher import CompiledCatalog, Match
-from catalake.platform.message_table import message_tables
-from catalake.platform.records import normalize
+from catalake.platform.catalog.matcher import CompiledCatalog, Match
+from catalake.platform.warehouse.message_tables import message_tables
+from catalake.platform.records.record import normalize
 
 DAY = dt.date(2026, 11, 20)
 TYPED = {
@@ -210,7 +211,7 @@ def test_the_definitions_own_datacontenttype_filters_issue_34_4(tmp_path):
 
 def test_gx_on_spark_refuses_what_the_matcher_refuses_issue_34_5(typed, spark, tmp_path):
     """GX's own engine on Spark (Java regexes), on the typed rows of every accepted and refused value."""
-    from catalake.platform.validation import Validator
+    from catalake.platform.quality.referee import Validator
 
     table, c = typed
     rows, refused = [], {}

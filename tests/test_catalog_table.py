@@ -6,7 +6,7 @@ import shutil
 from deltalake import DeltaTable
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.catalog_table import CATALOG_TABLE, SCHEMA, catalog_row, write_catalog_table
+from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, catalog_row, write_catalog_table
 
 from conftest import DEMO_CATALOG
 

@@ -11,15 +11,17 @@ import pytest
 from pyspark.sql import functions as F
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, catalog_roots
-from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.landing import Landed, Piece, Unsupported, partition_files, plan_tasks, read_piece
-from catalake.platform.matcher import template_regex
-from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.protocols import BINDINGS
-from catalake.platform.records import MISSING, normalize
-from catalake.platform.runs import RUNS_DIR
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.landing.listing import Landed, partition_files
+from catalake.platform.landing.planning import Piece, plan_tasks
+from catalake.platform.landing.reading import Unsupported, read_piece
+from catalake.platform.catalog.matcher import template_regex
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.records.protocols import BINDINGS
+from catalake.platform.records.record import MISSING, normalize
+from catalake.platform.runs.recovery import RUNS_DIR
 
 from conftest import DEMO_CATALOG, REPO
 
@@ -58,7 +60,7 @@ def write_catalog(base, document: dict):
 def classify_day(spark, base, catalog_paths, landing_root):
     """Tables created from the catalog under base/warehouse, then DAY classified:
     (store, tables, schema warnings, result)."""
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog = load_catalog(catalog_paths)
     tables, warnings = message_tables(catalog, catalog_roots(catalog_paths))
@@ -334,7 +336,7 @@ def _snapshot(store, tables):
 
 
 def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog = load_catalog([DEMO_CATALOG])
     tables, _ = message_tables(catalog, [DEMO_CATALOG])
@@ -378,7 +380,7 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
 def test_a_small_day_in_local_processes_writes_what_the_spark_job_writes(spark, tmp_path):
     """CATALAKE_LOCAL_TASK_BYTES: the same tasks in local Python processes, Spark never asked
     for, give the same tables, dead letters, counts and quality tallies as the Spark job."""
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog = load_catalog([DEMO_CATALOG])
     tables, _ = message_tables(catalog, [DEMO_CATALOG])
@@ -402,7 +404,7 @@ def test_a_small_day_in_local_processes_writes_what_the_spark_job_writes(spark, 
 
 
 def test_a_day_without_landed_files_is_an_empty_partition(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog = load_catalog([DEMO_CATALOG])
     tables, _ = message_tables(catalog, [DEMO_CATALOG])

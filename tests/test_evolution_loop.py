@@ -9,13 +9,19 @@ from deltalake import DeltaTable
 
 from catalake import cli
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import catalog_roots
-from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.drift import candidates, deadletter_rows, generalize, infer_schema, proposals_document
-from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.replay import replay_partition
-from catalake.platform.storage import DeltaStore
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.runs.drift import (
+    candidates,
+    deadletter_rows,
+    generalize,
+    infer_schema,
+    proposals_document,
+)
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.runs.replay import replay_partition
+from catalake.platform.warehouse.store import DeltaStore
 
 DAY = dt.date(2026, 11, 20)
 KNOWN = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.OrderPlaced"}},
@@ -167,7 +173,7 @@ def test_a_replay_stopped_while_it_commits_is_finished_by_the_next(spark, tmp_pa
     """The tables were appended, then the process died before the dead-letter partition was
     replaced (no `finally` ran): the next replay rolls the journal forward; nothing is in two
     places, nothing is lost, and a partition run afterwards starts clean."""
-    from catalake.platform import replay as replay_module
+    from catalake.platform.runs import replay as replay_module
 
     catalog_dir, warehouse, store, tables, first = classified_day(spark, tmp_path)
     (catalog_dir / "proposals.xreg.json").write_text(json.dumps(proposals_document(candidates(deadletter_rows(warehouse, DAY)), DAY)))

@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition
+from catalake.platform.runs.day import classify_partition
 from catalake.platform.config import catalog_roots
-from catalake.platform.expectations import (
+from catalake.platform.quality.expectations import (
     ERROR,
     WARN,
     rule_attribute_types,
@@ -26,7 +26,7 @@ from catalake.platform.expectations import (
     rule_uritemplates,
     suite_expectations,
 )
-from catalake.platform.suites import (
+from catalake.platform.quality.suites import (
     build_suite,
     document_json,
     expectation_summary,
@@ -36,9 +36,9 @@ from catalake.platform.suites import (
     suite_json,
     sync_suites,
 )
-from catalake.platform.matcher import template_regex
-from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.validation import Validator
+from catalake.platform.catalog.matcher import template_regex
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.quality.referee import Validator
 
 from test_classify import DAY, ce, classify_day, jsonl, land, land_azure
 from test_catalog_real import VALID
@@ -234,7 +234,7 @@ def test_suite_files_are_gx_documents_built_without_gx(shop, shared_data):
 
 @pytest.fixture(scope="module")
 def clean_partition(spark, shop):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     base, catalog, tables = shop
     store = DeltaStore(spark, base / "warehouse")
@@ -323,7 +323,7 @@ def test_real_azure_events_meet_their_suites(spark, tmp_path, shared_data):
 
 
 def test_properties_named_with_dots_quotes_and_backticks_are_their_own_columns_in_the_suite_and_in_gx(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     schema = {"type": "object", "properties": {
         "geo.lat": {"type": "number", "minimum": -90, "maximum": 90},
@@ -352,7 +352,7 @@ def test_properties_named_with_dots_quotes_and_backticks_are_their_own_columns_i
 
 
 def test_suites_stored_without_the_context_are_the_contexts_suites(shop, tmp_path):
-    from catalake.platform.suites import store_suite_documents
+    from catalake.platform.quality.suites import store_suite_documents
 
     tables = list(shop[2].values())
     _, _, written = sync_suites(tmp_path / "suites", tables)

@@ -82,8 +82,8 @@ def group_alive(pgid: int) -> bool:
 
 
 def dead_spills() -> list[str]:
-    from catalake.platform.classifier import SPILL_PREFIX
-    from catalake.platform.recovery import alive
+    from catalake.platform.runs.taskio import SPILL_PREFIX
+    from catalake.platform.runs.recovery import alive
 
     return [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(SPILL_PREFIX)
             and not alive(int(n[len(SPILL_PREFIX):].split("-", 1)[0]))]
@@ -124,7 +124,7 @@ def test_a_run_killed_while_writing_is_cleaned_by_the_rerun(tmp_path):
 
 SESSION_REPLACED = """
 import os, signal, time
-from catalake.resources.spark import SparkSessionResource
+from catalake.resources.spark_session import SparkSessionResource
 
 resource = SparkSessionResource()
 first = resource.session
@@ -173,8 +173,8 @@ def replay_ready(spark, tmp_path):
 
     from catalake.platform.catalog import load_catalog
     from catalake.platform.config import catalog_roots
-    from catalake.platform.drift import candidates, deadletter_rows, proposals_document
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.runs.drift import candidates, deadletter_rows, proposals_document
+    from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_dir, warehouse, store, tables, first = classified_day(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -190,12 +190,12 @@ def test_30_1_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_r
     """The dead-letter commit of a replay fails (its `_delta_log` immutable) after the tables'
     appends: the journal and every file it names stay; the next replay rolls it forward into a
     dead-letter table every reader can read, conserved, with nothing left behind."""
-    from catalake.platform import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs import RUNS_DIR
-    from catalake.platform.classify import conservation
-    from catalake.platform.deadletter import DEADLETTER_TABLE
-    from catalake.platform.replay import replay_partition
-    from catalake.platform.storage import StorageError
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.recovery import RUNS_DIR
+    from catalake.platform.runs.day import conservation
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.errors import StorageError
 
     _, warehouse, store, tables, first = replay_ready(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -225,7 +225,7 @@ class Killed(BaseException):
 
 def stopped_replay(spark, store, tables, monkeypatch):
     """A replay that dies before its dead-letter commit, cleaning nothing (as kill -9)."""
-    from catalake.platform.replay import replay_partition
+    from catalake.platform.runs.replay import replay_partition
 
     with monkeypatch.context() as m:
         def die(name, *args, **kwargs):
@@ -237,13 +237,13 @@ def stopped_replay(spark, store, tables, monkeypatch):
 
 
 def test_30_1_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
-    from catalake.platform import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs import RUNS_DIR
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import classify_partition, conservation
-    from catalake.platform.deadletter import DEADLETTER_TABLE
-    from catalake.platform.replay import replay_partition
-    from catalake.platform.storage import StorageError
+    from catalake.platform.runs.day import classify_partition, conservation
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.errors import StorageError
 
     catalog_dir, warehouse, store, tables, first = replay_ready(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -266,8 +266,8 @@ def test_30_1_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_noth
 
 def test_30_7_a_replay_after_rolling_a_stopped_one_forward_reports_what_it_moved(spark, tmp_path, monkeypatch, capsys):
     from catalake import cli
-    from catalake.platform import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs import RUNS_DIR
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.recovery import RUNS_DIR
 
     catalog_dir, warehouse, store, tables, _ = replay_ready(spark, tmp_path)
     stopped_replay(spark, store, tables, monkeypatch)
@@ -309,9 +309,9 @@ def site_events(first: int, count: int) -> bytes:
 
 def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import classify_partition
+    from catalake.platform.runs.day import classify_partition
     from catalake.platform.config import catalog_roots
-    from catalake.platform.message_table import message_tables, sync_message_tables
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 
     catalog = load_catalog([catalog_dir])
     tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
@@ -324,14 +324,14 @@ def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
 def test_30_2_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
     """kill -9 of `catalake replay` after its part files appear, before its journal: the next
     replay removes them (the replay was recorded as a partition run is), and moves the rows."""
-    from catalake.platform import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs import RUNS_DIR
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classify import conservation
+    from catalake.platform.runs.day import conservation
     from catalake.platform.config import catalog_roots
-    from catalake.platform.message_table import message_tables
-    from catalake.platform.replay import replay_partition
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.message_tables import message_tables
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
     (landing / DAY).mkdir(parents=True)
@@ -376,10 +376,10 @@ def test_30_2_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
 def test_30_3_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_size(spark, tmp_path, monkeypatch):
     """A JSON lines file cut into two tasks, its last line half written when listed, grows while
     the run reads it: the run reads the complete lines of its listed size; the next run the rest."""
-    from catalake.platform import classify as classify_module
-    from catalake.platform.classify import conservation
-    from catalake.platform.landing import MIN_TASK_BYTES
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.runs import day as classify_module
+    from catalake.platform.runs.day import conservation
+    from catalake.platform.landing.planning import MIN_TASK_BYTES
+    from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
     (landing / DAY).mkdir(parents=True)
@@ -412,7 +412,7 @@ def test_30_3_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_si
 
 
 def test_30_4_a_file_name_not_utf8_is_read_and_stored_escaped(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
     (landing / DAY).mkdir(parents=True)
@@ -428,7 +428,7 @@ def test_30_4_a_file_name_not_utf8_is_read_and_stored_escaped(spark, tmp_path):
 
 
 def test_30_7_upper_case_extensions_are_read_and_a_day_file_is_reported(spark, tmp_path):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
     (landing / DAY).mkdir(parents=True)

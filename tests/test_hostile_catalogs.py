@@ -7,9 +7,11 @@ import pytest
 
 from catalake.platform.catalog import CatalogError, load_catalog
 from catalake.platform.catalog.documents import read_file
-from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.landing import partition_files, plan_tasks
-from catalake.platform.message_table import message_tables
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
+from catalake.platform.landing.listing import partition_files
+from catalake.platform.landing.planning import plan_tasks
+from catalake.platform.warehouse.message_tables import message_tables
 
 DAY = dt.date(2026, 11, 20)
 

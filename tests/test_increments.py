@@ -18,12 +18,13 @@ import pytest
 from deltalake import DeltaTable
 
 from catalake.demo.generate import day_records
-from catalake.platform import increments
+from catalake.platform.runs import ledger as increments
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_increment, classify_partition, conservation
-from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.storage import DeltaStore
+from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.runs.increment import classify_increment
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.warehouse.store import DeltaStore
 
 from conftest import DEMO_CATALOG, REPO
 
@@ -164,10 +165,10 @@ def recorded_then_grown(tmp_path: Path, demo) -> tuple:
 
 KILLED = """
 import os, sys, datetime as dt
-from catalake.platform import storage
+from catalake.platform.warehouse import store as storage
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_increment
-from catalake.platform.message_table import message_tables
+from catalake.platform.runs.increment import classify_increment
+from catalake.platform.warehouse.message_tables import message_tables
 
 real, calls = storage.DeltaStore.append_partition, []
 def append_then_die(self, *args, **kwargs):  # the process is killed right after its first append

@@ -7,9 +7,12 @@ import gzip
 import json
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.landing import MAX_RECORD_BYTES, Landed, partition_files, plan_tasks, read_piece
-from catalake.platform.message_table import message_tables
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
+from catalake.platform.landing.listing import Landed, partition_files
+from catalake.platform.landing.planning import plan_tasks
+from catalake.platform.landing.reading import MAX_RECORD_BYTES, read_piece
+from catalake.platform.warehouse.message_tables import message_tables
 
 from conftest import DEMO_CATALOG
 
@@ -141,7 +144,7 @@ def test_an_invalid_envelope_is_dead_lettered_naming_the_attribute(tmp_path):
 
 
 def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
-    from catalake.platform.landing import Piece, tiling_faults
+    from catalake.platform.landing.planning import Piece, tiling_faults
 
     day = tmp_path / "landing" / DAY.isoformat()
     day.mkdir(parents=True)
@@ -163,9 +166,10 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
     from catalake.platform.config import Settings
+    from catalake.platform.landing.listing import DEFAULT_START, start_date
 
     for name in ("2026-10-05", "dt=2026-09-30", "notes", "2026-13-99x"):
         (tmp_path / name).mkdir()
-    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path)}).start_date == "2026-09-30"
-    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path), "CATALAKE_START_DATE": "2026-01-01"}).start_date == "2026-01-01"
-    assert Settings.from_env({"CATALAKE_LANDING": str(tmp_path / "none")}).start_date == Settings().start_date
+    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path)})) == "2026-09-30"
+    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path), "CATALAKE_START_DATE": "2026-01-01"})) == "2026-01-01"
+    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path / "none")})) == DEFAULT_START

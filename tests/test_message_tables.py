@@ -11,8 +11,8 @@ from pyspark.sql.types import (
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots
-from catalake.platform.evolution import EvolutionError, plan_evolution
-from catalake.platform.message_table import message_table, message_tables, sync_message_tables
+from catalake.platform.warehouse.evolution import EvolutionError, plan_evolution
+from catalake.platform.warehouse.message_tables import message_table, message_tables, sync_message_tables
 
 from conftest import DEMO_CATALOG
 

@@ -20,12 +20,12 @@ import pytest
 from deltalake import DeltaTable
 
 from catalake.platform import uris
-from catalake.platform.analyst import warehouse_tables
+from catalake.platform.warehouse.names import warehouse_tables
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import catalog_roots
-from catalake.platform.message_table import message_tables, sync_message_tables
-from catalake.platform.storage import DeltaStore
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.warehouse.store import DeltaStore
 
 from conftest import DEMO_CATALOG, REPO
 from services import s3_server, spark_cluster, stop, wait_for_port
@@ -161,8 +161,8 @@ def test_two_runs_of_one_day_at_once_on_s3_store_every_record_once(spark, s3, de
 
 
 def test_replay_and_drift_on_s3(spark, s3, tmp_path):
-    from catalake.platform.drift import candidates, deadletter_rows
-    from catalake.platform.replay import replay_partition
+    from catalake.platform.runs.drift import candidates, deadletter_rows
+    from catalake.platform.runs.replay import replay_partition
 
     landing = s3.upload(DEMO_LANDING, s3.bucket("replay-landing"))
     warehouse = s3.bucket("replay-lake")
@@ -281,11 +281,11 @@ def test_tables_and_sql_over_an_s3_warehouse(s3, demo_on_s3, tmp_path):
 CLUSTER_RUN = """
 import datetime as dt, json, sys
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition, conservation
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import catalog_roots
-from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.spark import build_session
-from catalake.platform.storage import DeltaStore
+from catalake.platform.warehouse.store import DeltaStore
 master, catalog_dir, landing, warehouse = sys.argv[1:5]
 spark = build_session(master, "catalake-cluster-test", {} if master.startswith("sc://") else
                       {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",

@@ -5,7 +5,7 @@ import decimal
 
 from pyspark.sql.types import DecimalType, StructField, StructType, TimestampType
 
-from catalake.platform.payload import compile_payload
+from catalake.platform.schemas.payload import compile_payload
 from catalake.platform.schemas.json_schema import json_schema_to_spark
 
 SCHEMA = {

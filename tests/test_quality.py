@@ -11,8 +11,17 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from catalake.platform.expectations import BETWEEN, ERROR, IN_SET, LENGTHS_BETWEEN, MATCH_REGEX, NOT_NULL, WARN, Expectation
-from catalake.platform.quality import Counts, SuiteCheck, failure_detail, merge_tallies, results
+from catalake.platform.quality.expectations import (
+    BETWEEN,
+    ERROR,
+    IN_SET,
+    LENGTHS_BETWEEN,
+    MATCH_REGEX,
+    NOT_NULL,
+    WARN,
+    Expectation,
+)
+from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
 
 from conftest import DEMO_CATALOG
 
@@ -171,7 +180,7 @@ def test_check_metadata_shows_the_seeded_numbers(seeded):
 
 
 def test_dead_letters_name_the_rules_they_broke(seeded, spark):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     _, _, warehouse, _ = seeded
     rows = DeltaStore(spark, warehouse).read("deadletter").where("reason = 'schema_violation'").collect()
@@ -183,7 +192,7 @@ def test_dead_letters_name_the_rules_they_broke(seeded, spark):
 def test_stored_gx_results_and_data_docs_show_the_same_numbers(seeded):
     from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
-    from catalake.platform.validation import Validator
+    from catalake.platform.quality.referee import Validator
 
     _, _, warehouse, run = seeded
     _, details = _pass_results(run)
@@ -205,13 +214,15 @@ def test_stored_gx_results_and_data_docs_show_the_same_numbers(seeded):
 def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     """The referee: the same records, typed but not filtered, validated by GX's own engine."""
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.classifier import Classifier, Plan
-    from catalake.platform.suites import build_suite
-    from catalake.platform.landing import partition_files, plan_tasks
-    from catalake.platform.message_table import message_tables
-    from catalake.platform.arrowschemas import arrow_schema
-    from catalake.platform.storage import DeltaStore
-    from catalake.platform.validation import Validator
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
+    from catalake.platform.quality.suites import build_suite
+    from catalake.platform.landing.listing import partition_files
+    from catalake.platform.landing.planning import plan_tasks
+    from catalake.platform.warehouse.message_tables import message_tables
+    from catalake.platform.warehouse.arrowschemas import arrow_schema
+    from catalake.platform.warehouse.store import DeltaStore
+    from catalake.platform.quality.referee import Validator
 
     base, landing, warehouse, run = seeded
     catalogs = [DEMO_CATALOG, base / "shop"]

@@ -8,8 +8,8 @@ import decimal
 import pytest
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.expectations import suite_expectations
-from catalake.platform.message_table import message_tables
+from catalake.platform.quality.expectations import suite_expectations
+from catalake.platform.warehouse.message_tables import message_tables
 
 from onepass import event, run_day, structure_message
 
@@ -150,10 +150,10 @@ def test_the_cases_through_a_spark_partition_run_into_delta_tables(spark, tmp_pa
 
     from deltalake import DeltaTable
 
-    from catalake.platform.classify import classify_partition
+    from catalake.platform.runs.day import classify_partition
     from catalake.platform.config import catalog_roots
-    from catalake.platform.message_table import sync_message_tables
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.message_tables import sync_message_tables
+    from catalake.platform.warehouse.store import DeltaStore
 
     from onepass import DAY
 

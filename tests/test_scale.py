@@ -8,9 +8,9 @@ import pytest
 from deltalake import DeltaTable
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.classify import classify_partition, conservation
-from catalake.platform.deadletter import DEADLETTER_TABLE
-from catalake.platform.message_table import message_tables, sync_message_tables
+from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 
 DAY = dt.date(2026, 11, 20)
 SCHEMA = {
@@ -49,7 +49,7 @@ def write_day(base, definitions: int, per_type: int):
 
 
 def run_day(spark, base, catalog, landing):
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
 
     cat = load_catalog([catalog])
     tables, _ = message_tables(cat, [catalog])

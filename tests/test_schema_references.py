@@ -137,7 +137,7 @@ def test_part_of_a_document_keeps_document_relative_refs(tmp_path):
 
 def test_forbidden_references_are_catalog_errors_that_refuse_the_tables(tmp_path):
     from catalake.platform.catalog import CatalogError
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.warehouse.message_tables import message_tables
 
     def message(ref):
         return {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": ref}},

@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent(
     # pyspark starts a local Spark Connect server for a 'local' remote
     SparkSession.builder.remote("local[1]").getOrCreate()  # serves on the default port, 15002
     from catalake.platform.spark import build_session
-    from catalake.platform.storage import DeltaStore
+    from catalake.platform.warehouse.store import DeltaStore
     spark = build_session("sc://localhost:" + sys.argv[1])
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     store = DeltaStore(spark, tempfile.mkdtemp())

@@ -4,9 +4,9 @@
 import json
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.attributes import media_type_matches
-from catalake.platform.matcher import CompiledCatalog
-from catalake.platform.records import normalize
+from catalake.platform.records.attributes import media_type_matches
+from catalake.platform.catalog.matcher import CompiledCatalog
+from catalake.platform.records.record import normalize
 
 
 def compiled(tmp_path, messages: dict) -> CompiledCatalog:
@@ -123,7 +123,7 @@ def test_constraint_values_are_checked_when_the_catalog_is_read_json_schema_vali
     import pytest
 
     from catalake.platform.catalog import CatalogError, load_catalog
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.warehouse.message_tables import message_tables
 
     def tables(schema_text: str):
         path = tmp_path / "catalog.xreg.json"
@@ -186,9 +186,11 @@ def test_http_methods_and_field_names_are_tokens_and_amqp_keys_symbols_rfc9110_5
 def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     import datetime as dt
 
-    from catalake.platform.classifier import Classifier, Plan
-    from catalake.platform.landing import partition_files, plan_tasks
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
+    from catalake.platform.landing.listing import partition_files
+    from catalake.platform.landing.planning import plan_tasks
+    from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_path = tmp_path / "catalog.xreg.json"
     catalog_path.write_text(json.dumps({"messagegroups": {"g": {"messages": {
@@ -218,7 +220,7 @@ def test_patterns_are_read_as_ecma_262_reads_them_json_schema_validation_6_3_3(t
     import pytest
 
     from catalake.platform.catalog import CatalogError
-    from catalake.platform.message_table import message_tables
+    from catalake.platform.warehouse.message_tables import message_tables
     from catalake.platform.patterns import PatternError, python_regex
 
     assert python_regex(r"^\d+$").search("١٢٣") is None  # Arabic-Indic digits: not \d in ECMA 262

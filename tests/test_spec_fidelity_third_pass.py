@@ -9,11 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalake.platform.catalog import load_catalog, read_catalog
-from catalake.platform.catalog_table import catalog_row
-from catalake.platform.classifier import Classifier, Plan
-from catalake.platform.message_table import message_tables
-from catalake.platform.records import normalize
-from catalake.platform.report import catalog_rows
+from catalake.platform.warehouse.catalog_table import catalog_row
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
+from catalake.platform.warehouse.message_tables import message_tables
+from catalake.platform.records.record import normalize
+from catalake.display import catalog_rows
 
 DAY = dt.date(2026, 11, 20)
 
@@ -115,7 +116,7 @@ def test_a_required_property_not_under_properties_is_enforced_issue_34_2(tmp_pat
         assert outcome(c, event(data=good))[2], (schema, good)
     # a required property whose schema is an enum of one scalar kind (no `type`) is compiled exactly:
     # present it is never null, absent or null it is refused, without jsonschema on every record
-    from catalake.platform.payload import uncompiled
+    from catalake.platform.schemas.payload import uncompiled
 
     schema = {"type": "object", "required": ["s"], "properties": {"s": {"enum": ["ok", "failed"]}}}
     assert uncompiled(schema) == set()

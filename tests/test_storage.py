@@ -7,8 +7,11 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from catalake.platform.arrowschemas import arrow_schema
-from catalake.platform.storage import DeltaStore, PartFiles, StorageError, native_delta_available
+from catalake.platform.warehouse.arrowschemas import arrow_schema
+from catalake.platform.errors import StorageError
+from catalake.platform.warehouse.backends import native_delta_available
+from catalake.platform.warehouse.files import PartFiles
+from catalake.platform.warehouse.store import DeltaStore
 
 SCHEMA = StructType(
     [
@@ -197,7 +200,8 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
 
-    from catalake.platform.storage import _WrittenFile, _commit
+    from catalake.platform.warehouse.commit import commit
+    from catalake.platform.warehouse.files import WrittenFile
 
     root = str(tmp_path / "t")
     # the day's partition is new: neither overwrite removes a file the other removes too (which
@@ -211,12 +215,12 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
         for i in range(n):
             name = f"part-{writer}-{i}.zstd.parquet"
             pq.write_table(pa.table({"id": [f"{writer}{i}"]}), folder / name)
-            out.append(_WrittenFile(f"event_date=2026-11-20/{name}", (folder / name).stat().st_size, {"event_date": "2026-11-20"}, 1))
+            out.append(WrittenFile(f"event_date=2026-11-20/{name}", (folder / name).stat().st_size, {"event_date": "2026-11-20"}, 1))
         return out
 
     stale = DeltaTable(root)  # writer B read the table before writer A committed
-    first = _commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)[0]
-    second = _commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)[0]
+    first = commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)[0]
+    second = commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)[0]
     assert second > first
     rows = sorted(DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
     assert rows == ["b0", "b1", "b2", "other day"]

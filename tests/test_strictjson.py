@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from catalake.platform import strictjson
+from catalake.platform.records import strictjson
 
 
 @pytest.mark.parametrize("text", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import great_expectations
 
-from catalake.platform.webassets import ASSETS, SITE_FOLDER, localize, vendored
+from catalake.platform.quality.webassets import ASSETS, SITE_FOLDER, localize, vendored
 
 TEMPLATES = Path(great_expectations.__file__).parent / "render" / "view" / "templates"
 LOADED = re.compile(r'<(?:script|link)\b[^>]*?(?:src|href)="(https?://[^"{]+)"')

@@ -14,7 +14,7 @@ from dagster import AssetCheckKey, AssetKey
 from dagster._core.instance_for_test import instance_for_test
 from dagster._core.storage.event_log.base import AssetRecordsFilter
 
-from catalake.assets.jobs import DAILY_SELECTION
+from catalake.defs.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location
 from catalake.location import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
@@ -237,11 +237,11 @@ def _launch_and_look(tmp_path):
     from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
     import catalake.definitions
-    from catalake.cli import _Launcher
+    from catalake.cli.run_command import Launcher
 
     with instance_for_test() as instance:
         defs = importlib.reload(catalake.definitions).defs  # the code location, as `catalake run` takes it
-        launcher = _Launcher(defs, instance, from_location=True)
+        launcher = Launcher(defs, instance, from_location=True)
         with runs_of_code_location(instance):
             assert launcher.run("catalake_job").success
             run = launcher.run("events_job", DAY, asset_selection=DAILY_SELECTION)

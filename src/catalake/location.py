@@ -2,7 +2,7 @@
 
 from dagster import Definitions, in_process_executor
 
-from catalake.assets import (
+from catalake.defs import (
     DEADLETTER_KEY,
     build_daily_schedule,
     build_data_docs_asset,
@@ -39,7 +39,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
         "landing": LandingZone(path=settings.landing, layout=settings.layout),
     }
     if analytics:
-        from catalake.assets.analytics import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
+        from catalake.defs.analytics_assets import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
 
         project = dbt_project(settings)
         assets += [build_dbt_assets(partitions, project), build_data_docs_asset(partitions, DEADLETTER_KEY)]

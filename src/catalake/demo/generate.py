@@ -5,7 +5,7 @@
 Each day folder gets structured CloudEvents (JSON lines), Kafka records in `kcat -J` form
 (binary mode, `ce_` headers), MQTT 5 records (CloudEvents attributes as user properties, gzip),
 a CloudEvents batch array (the second day's Kafka records as a Kafka-source Parquet file,
-demo/formats.py), a `_SUCCESS` marker, and a few records that must dead-letter
+demo/writers.py), a `_SUCCESS` marker, and a few records that must dead-letter
 (malformed JSON, an unknown event type, a payload violating its schema). The benchmarks use the
 same generator with larger counts.
 """
@@ -20,7 +20,7 @@ import random
 import uuid
 from pathlib import Path
 
-from . import formats
+from . import writers as formats
 
 CITIES = {"amsterdam": ["AMS-001", "AMS-002", "AMS-003"], "lyon": ["LYS-010", "LYS-011"]}
 SOURCE = "https://api.bikeshare.example/cities/{city}/stations/{station}"
@@ -150,7 +150,7 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
 
 def write_day(root: Path, day: dt.date, rides: int, kafka_parquet: bool = False) -> int:
     """One day folder; `kafka_parquet`: the Kafka records as Spark's Kafka source writes them
-    (Parquet, formats.py), as a Structured Streaming job dumping the topic would land them."""
+    (Parquet, writers.py), as a Structured Streaming job dumping the topic would land them."""
     folder = root / day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -172,7 +172,7 @@ def write_day(root: Path, day: dt.date, rides: int, kafka_parquet: bool = False)
 
 
 def write_layouts(day: dt.date, rides: int, out: Path) -> dict[str, Path]:
-    """The same demo day once per landing layout and format (formats.py): layout -> landing root."""
+    """The same demo day once per landing layout and format (writers.py): layout -> landing root."""
     files = day_records(day, rides)
     write_day(out / "json", day, rides)
     lines = [formats.line(r) for records in files.values() for r in records]  # the batch's events one per line
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=2)
     parser.add_argument("--rides", type=int, default=12, help="rides per day")
     parser.add_argument("--layouts", action="store_true",
-                        help="write the first day once per landing layout and format (formats.py) under LANDING_DIR")
+                        help="write the first day once per landing layout and format (writers.py) under LANDING_DIR")
     args = parser.parse_args(argv)
     first = dt.date.fromisoformat(args.start)
     if args.layouts:

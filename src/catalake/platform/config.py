@@ -10,7 +10,7 @@ from pathlib import Path
 from . import layouts, uris
 
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
-# GX data docs site inside the warehouse (validation.py builds it)
+# GX data docs site inside the warehouse (referee.py builds it)
 DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
 SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
 GX_SUITES = Path("gx") / "expectations"  # the GX context's suite store
@@ -70,7 +70,7 @@ class Settings:
     spark_conf: tuple[tuple[str, str], ...] = ()
     delta_backend: str = "auto"
     schema_roots: tuple[Path, ...] = ()
-    start_date: str = "2026-11-01"
+    start_date: str | None = None  # CATALAKE_START_DATE; else the landing's first day (landing.listing.start_date)
     dbt: Path | None = None
     record_empty: bool = True
     local_dir: Path | None = None
@@ -111,7 +111,7 @@ class Settings:
             spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
             delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
             schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
-            start_date=env.get("CATALAKE_START_DATE") or first_landed_day(landing, layout) or default.start_date,
+            start_date=env.get("CATALAKE_START_DATE") or None,
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
             record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
             local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
@@ -132,18 +132,6 @@ def local_folder(warehouse: str, configured: Path | None = None) -> Path:
     if configured is not None:
         return Path(configured).absolute()
     return Path(warehouse) if not uris.is_remote(warehouse) else Path(".catalake").absolute()
-
-
-def first_landed_day(landing: str, layout: str = "day") -> str | None:
-    """The landing zone's earliest day in the layout, or None (also when the landing cannot be
-    listed, or the layout is not usable: the run says why)."""
-    from .landing import first_day
-
-    try:
-        day = first_day(landing, layout)
-    except layouts.LayoutError:
-        return None
-    return day.isoformat() if day else None
 
 
 def spark_conf(raw: str) -> tuple[tuple[str, str], ...]:

@@ -25,6 +25,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from .errors import CatalakeError
+
 NAMED = {
     "day": "{date}",
     "hive": "year={yyyy}/month={mm}/day={dd}",
@@ -38,7 +40,7 @@ FIELD_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 HIVE_KEY = r"(?:[A-Za-z_][A-Za-z0-9_]*=)?"
 
 
-class LayoutError(ValueError):
+class LayoutError(CatalakeError, ValueError):
     """A layout setting that cannot be used; the message names the setting and the rule."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import CatalakeError
+
 NAMED_GROUP = re.compile(r"(?<!\\)\(\?<([A-Za-z_][A-Za-z0-9_]*)>")
 REFUSED = (
     (re.compile(r"(?<!\\)\[\^\]"), "[^] (any character) is ECMA 262 only"),
@@ -20,7 +22,7 @@ REFUSED = (
 )
 
 
-class PatternError(ValueError):
+class PatternError(CatalakeError, ValueError):
     """A pattern the classifier and GX would not read as ECMA 262 does."""
 
 

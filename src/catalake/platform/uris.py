@@ -26,13 +26,15 @@ from urllib.parse import urlparse
 import pyarrow as pa
 from pyarrow import fs as pafs
 
+from .errors import CatalakeError
+
 OPTIONS_VARIABLE = "CATALAKE_STORAGE_OPTIONS"
 # the environment variables of the stores pyarrow and delta-rs read
 STORAGE_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "HADOOP_", OPTIONS_VARIABLE)
 _SECRET = re.compile(r"secret|token|password|key|credential|sas|signature", re.IGNORECASE)
 
 
-class LocationError(RuntimeError):
+class LocationError(CatalakeError, RuntimeError):
     """A location that cannot be reached or read: the message names the URI and the cause."""
 
 

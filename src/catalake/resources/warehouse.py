@@ -4,7 +4,7 @@ from dagster import ConfigurableResource
 
 from catalake.platform.config import DOCS_INDEX, SUITES_DIR, local_folder
 from catalake.platform.spark import is_session
-from catalake.platform.storage import DeltaStore
+from catalake.platform.warehouse.store import DeltaStore
 
 
 class Warehouse(ConfigurableResource):
@@ -42,7 +42,7 @@ class Warehouse(ConfigurableResource):
 
         Imported here: great_expectations takes seconds to import, which the code location
         should not pay when it loads."""
-        from catalake.platform.validation import Validator
+        from catalake.platform.quality.referee import Validator
 
         return Validator(self.local)
 

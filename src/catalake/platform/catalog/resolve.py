@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from .. import cloudevents
-from ..protocols import BY_FAMILY
+from ..records import cloudevents
+from ..records.protocols import BY_FAMILY
 from ..schemas.languages import language_of
 from .normalize import Origin, protocol_family
-from .problems import Problem, split_pointer
-from .registry import schema_format
+from ..errors import Problem, split_pointer
+from ..schemas.registry import schema_format
 from .rules import SCHEMA_SLOTS
 
 Key = tuple[str, str]

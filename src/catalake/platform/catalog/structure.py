@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from .normalize import NormalizedDocument, Origin
-from .problems import Problem
+from ..errors import Problem
 
 SCHEMA_PATH = Path(__file__).with_name("message-model.schema.json")
 

@@ -41,6 +41,7 @@ from pyspark.sql.types import (
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
+from ..errors import CatalakeError
 from ..patterns import PatternError, python_regex
 from .unions import JSON_STRING, union_type
 from . import keys
@@ -48,7 +49,7 @@ from . import keys
 MAX_DEPTH = 16
 
 
-class SchemaError(ValueError):
+class SchemaError(CatalakeError, ValueError):
     """A data schema that cannot be mapped or resolved."""
 
 

@@ -56,7 +56,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..catalog.problems import split_pointer
+from ..errors import split_pointer
 from .json_schema import BOUNDS, SchemaError, constraints
 from .unions import JSON_STRING, union_type
 from . import keys

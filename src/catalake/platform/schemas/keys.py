@@ -1,6 +1,6 @@
 """The keys catalake writes into a Spark field's metadata, named once: the schema mappings
 (json_schema.py, json_structure.py, avro.py, protobuf.py, unions.py) write them, the payload
-typing (payload.py), the tables (message_table.py), the suites (expectations.py) and the
+typing (payload.py), the tables (message_tables.py), the suites (expectations.py) and the
 classifier read them. Delta keeps them in the table's schema."""
 
 REQUIRED = "catalake.required"  # the catalog requires the field (not NOT NULL: Delta could not relax that later)

@@ -19,17 +19,26 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..catalog.model import MessageDefinition
-from ..catalog.problems import split_pointer
-from ..catalog.registry import find_schema, registry_reference, split_reference, version_content
+from ..errors import split_pointer
+from .registry import find_schema, registry_reference, split_reference, version_content
 from .json_schema import NeverFollowed, SchemaError
 from .languages import Language, language_of
 
 NO_LANGUAGE = Language("", (), None, None)
 
+
+class Referring(Protocol):
+    """What a data schema is resolved for: a message definition (catalog/model.py `MessageDefinition`,
+    which is above this package) with its resolved document, the file it came from and its xid."""
+
+    definition: dict
+    source_file: str
+
+    @property
+    def xid(self) -> str: ...
 
 
 class SchemaReferenceError(SchemaError):
@@ -63,7 +72,7 @@ def _within(path: Path, roots: Sequence[Path]) -> bool:
     return any(resolved.is_relative_to(Path(r).resolve()) for r in roots)
 
 
-def _read_file(message: MessageDefinition, ref: str, location: str, roots: Sequence[Path]) -> Any:
+def _read_file(message: Referring, ref: str, location: str, roots: Sequence[Path]) -> Any:
     parsed = urlparse(location)
     if parsed.scheme == "file":
         path = Path(unquote(parsed.path))
@@ -83,7 +92,7 @@ def _read_file(message: MessageDefinition, ref: str, location: str, roots: Seque
         return text  # .proto, .xsd: text formats
 
 
-def _descend(content: Any, pointer: str | None, message: MessageDefinition, ref: str) -> Any:
+def _descend(content: Any, pointer: str | None, message: Referring, ref: str) -> Any:
     for token in split_pointer(pointer or ""):
         if isinstance(content, dict) and token in content:
             content = content[token]
@@ -95,7 +104,7 @@ def _descend(content: Any, pointer: str | None, message: MessageDefinition, ref:
 
 
 def resolve_data_schema(
-    message: MessageDefinition, registry: dict, roots: Sequence[Path]
+    message: Referring, registry: dict, roots: Sequence[Path]
 ) -> DataSchema | None:
     """The data schema of `message`, or None when it declares none."""
     d = message.definition

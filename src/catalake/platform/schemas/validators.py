@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import orjson
 
-from ..records import MISSING
+from ..records.record import MISSING
 from .avro import named_type
 
 MAX_ERRORS = 3  # validation errors kept in a dead-letter detail

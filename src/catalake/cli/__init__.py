@@ -1,0 +1,95 @@
+"""`catalake` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from catalake.platform import layouts, uris
+from . import (
+    catalog_commands as catalog,
+    deadletter_commands as deadletters,
+    quality_commands as quality,
+    run_command as runs,
+    warehouse_commands as warehouse,
+)
+from .usage import UsageError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="catalake", description="Catalog-driven event lakehouse.")
+    sub = p.add_subparsers(dest="command", required=True)
+    cat = sub.add_parser("catalog", help="read and check xRegistry message catalogs").add_subparsers(
+        dest="action", required=True
+    )
+    v = cat.add_parser("validate", help="check catalogs; one line per problem, exit 1 on errors")
+    v.add_argument("paths", nargs="+", help="catalog files or directories")
+    v.set_defaults(func=catalog.catalog_validate)
+    s = cat.add_parser("show", help="list the groups and message definitions of catalogs")
+    s.add_argument("paths", nargs="+", help="catalog files or directories")
+    s.set_defaults(func=catalog.catalog_show)
+    schema = sub.add_parser("schema", help="data schemas of message definitions").add_subparsers(dest="action", required=True)
+    ss = schema.add_parser("show", help="print the Spark schema derived for a message definition, as a tree")
+    ss.add_argument("message", help="message id (or xid /messagegroups/g/messages/m)")
+    ss.add_argument("--catalog", nargs="+", help="catalog files or directories (default: CATALAKE_CATALOG)")
+    ss.set_defaults(func=catalog.schema_show)
+    run = sub.add_parser("run", help="classify landed events of one day or a range of days (one Dagster run per day)")
+    when = run.add_mutually_exclusive_group(required=True)
+    when.add_argument("--date", help="one partition, YYYY-MM-DD")
+    when.add_argument("--from", dest="start", help="first partition of a range, YYYY-MM-DD")
+    run.add_argument("--to", dest="end", help="last partition of the range (default: --from)")
+    run.add_argument("--json", action="store_true", help="print one JSON result per partition")
+    kind = run.add_mutually_exclusive_group()
+    kind.add_argument("--incremental", action="store_true",
+                      help="read only what landed since the day's last run and append it (a full run when the "
+                           "landed files changed otherwise, or the day has no recorded run)")
+    kind.add_argument("--full", action="store_true", help="read the whole day and replace its partitions (the default)")
+    run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
+    run.set_defaults(func=runs.run)
+    tables = sub.add_parser("tables", help="list the warehouse tables under the names SQL sees them by")
+    tables.set_defaults(func=warehouse.tables)
+    q = sub.add_parser("sql", help="run a SQL query over the warehouse tables (DuckDB; Spark SQL with --engine spark)")
+    q.add_argument("query", help='e.g. "SELECT city, count(*) FROM bikeshare_rides__rideended GROUP BY city"')
+    q.add_argument("--limit", type=int, default=100, help="rows printed (default 100)")
+    q.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default: no JVM, reads the Delta tables through deltalake) or spark")
+    q.set_defaults(func=warehouse.sql)
+    dbt = sub.add_parser("dbt", help="the dbt project").add_subparsers(dest="action", required=True)
+    dp = dbt.add_parser("project", help="prepare the catalog's dbt project under the warehouse (CATALAKE_DBT_DIR) and print its path")
+    dp.set_defaults(func=warehouse.dbt_project)
+    val = sub.add_parser("validate", help="run Great Expectations' own checkpoint on the stored partitions of a day")
+    val.add_argument("--date", required=True, help="the partition, YYYY-MM-DD")
+    val.add_argument("--table", action="append", help="a table (SQL name or messages/<name>); repeat for several; default all")
+    val.set_defaults(func=quality.validate)
+    drift = sub.add_parser("drift", help="propose message definitions for a day's unmatched records")
+    drift.add_argument("--date", required=True, help="the day (YYYY-MM-DD)")
+    drift.add_argument("--out", help="write the proposals as an xRegistry catalog document")
+    drift.set_defaults(func=deadletters.drift)
+    rp = sub.add_parser("replay", help="re-match the dead letters of days against the current catalog")
+    rp.add_argument("--from", dest="start", required=True, help="first day (YYYY-MM-DD)")
+    rp.add_argument("--to", dest="end", help="last day (default: the first)")
+    rp.set_defaults(func=deadletters.replay, date=None)
+    docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
+    docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
+    docs.set_defaults(func=quality.docs)
+    _describe(p)
+    return p
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's `--help` opens with the line its parent lists it with."""
+    for action in parser._actions:  # argparse keeps subcommands here only
+        if isinstance(action, argparse._SubParsersAction):
+            for listed in action._choices_actions:
+                command = action.choices[listed.dest]
+                command.description = command.description or listed.help
+                _describe(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (uris.LocationError, UsageError, layouts.LayoutError) as exc:  # a user's error: one line, no traceback
+        print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
+        return 2

@@ -1,0 +1,83 @@
+"""`catalake catalog validate|show` and `catalake schema show`: the message definitions of catalogs
+given on the command line, their problems, and the Spark schema derived for one of them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
+from catalake.platform.config import Settings
+from catalake.display import catalog_rows, text_table
+
+
+def catalog_validate(args) -> int:
+    from catalake.platform.warehouse.message_tables import message_tables, schema_problems
+
+    catalog, problems = read_catalog(args.paths)
+    if not any(p.severity == "error" for p in problems):
+        # data schemas: a forbidden reference is an error, one that does not derive a warning
+        try:
+            tables, _ = message_tables(catalog, _roots(args.paths))
+            problems += schema_problems(tables)
+        except CatalogError as exc:
+            problems += exc.problems
+    for problem in problems:
+        print(problem)
+    errors = [p for p in problems if p.severity == "error"]
+    print(
+        f"{len(catalog.files)} file(s), {len(catalog)} message definition(s): "
+        f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)",
+        file=sys.stderr,
+    )
+    return 1 if errors else 0
+
+
+def catalog_show(args) -> int:
+    catalog, problems = read_catalog(args.paths)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:  # no table of what could be read: the catalog is not usable as it is
+        for problem in errors:
+            print(problem, file=sys.stderr)
+        print(f"catalake: the catalog is invalid ({len(errors)} error(s)); `catalake catalog validate` lists "
+              "warnings too", file=sys.stderr)
+        return 2
+    headers, rows = catalog_rows(catalog)
+    print(text_table(headers, rows))
+    print(f"\n{len({m.group_id for m in catalog})} group(s), {len(catalog)} message definition(s)")
+    return 0
+
+
+def _roots(paths) -> list[Path]:
+    """Where a catalog given on the command line may read schema files: its own folders."""
+    return [p if p.is_dir() else p.parent for p in map(Path, paths)]
+
+
+def schema_show(args) -> int:
+    from pyspark.sql.types import StructField, StructType
+
+    from catalake.platform.schemas.derive import spark_type
+    from catalake.platform.schemas.json_schema import SchemaError
+    from catalake.platform.schemas.references import resolve_data_schema
+
+    paths = args.catalog or [str(p) for p in Settings.from_env().catalog]
+    catalog = load_catalog(paths)
+    matches = [m for m in catalog if args.message in (m.message_id, m.xid)]
+    if len(matches) != 1:
+        print(f"{len(matches)} message definitions match {args.message!r}", file=sys.stderr)
+        return 1
+    (message,) = matches
+    roots = _roots(paths)
+    try:
+        schema = resolve_data_schema(message, catalog.schemagroups, roots)
+        if schema is None:
+            print(f"{message.xid} declares no data schema")
+            return 0
+        dtype, nullable = spark_type(schema)
+    except SchemaError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    root = dtype if isinstance(dtype, StructType) else StructType([StructField("data", dtype, nullable)])
+    print(f"{message.xid}  ({schema.format}, {schema.reference or 'inline'})")
+    print(root.treeString().rstrip())
+    return 0

@@ -1,0 +1,208 @@
+"""`catalake run`: per day a Dagster run of the classification and one of the dbt build, launched
+in this process after the catalog's run when the catalog changed."""
+
+from __future__ import annotations
+
+import sys
+
+from catalake.platform.catalog import CatalogError
+from catalake.platform import layouts, uris
+from catalake.platform.config import Settings
+from . import usage
+from .context import Context
+from .usage import UsageError
+
+
+def _start_spark(settings: Settings) -> None:
+    """Boot the Spark session and its Python workers in a thread while the code location loads:
+    every run needs them (a cold first job costs about 4 s), and the Dagster resource's own
+    request then gets this same session."""
+    import threading
+
+    from catalake.platform.runs.tasks import warm_up
+    from catalake.platform.spark import build_session
+
+    def start() -> None:
+        warm_up(build_session(settings.spark_master, "catalake", dict(settings.spark_conf)))
+
+    threading.Thread(target=start, daemon=True, name="spark-start").start()
+
+
+def _needs_spark(settings: Settings, days) -> bool:
+    """Whether some day is too large for local processes (Settings.local_bytes)."""
+    from catalake.platform.landing.listing import list_day
+
+    return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > settings.local_bytes for day in days)
+
+
+def _catalog_current(instance, settings: Settings) -> bool:
+    """Whether `message_catalog` was last materialized from this very catalog (same definitions,
+    same derived schemas) into this warehouse, whose tables and suites are still there."""
+    from dagster import AssetKey
+    from deltalake import DeltaTable
+
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
+    from catalake.platform.config import SUITES_DIR
+    from catalake.platform.warehouse.message_tables import catalog_fingerprint
+
+    event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
+    if event is None or event.asset_materialization is None:
+        return False
+    metadata = event.asset_materialization.metadata
+    stored = metadata.get("catalog_fingerprint")
+    path = metadata.get("path")
+    if stored is None or path is None or path.value != uris.join(settings.warehouse, CATALOG_TABLE):
+        return False
+    try:
+        tables = Context(settings).tables
+    except CatalogError:
+        return False
+    suites = settings.local / SUITES_DIR
+    return (stored.value == catalog_fingerprint(tables)
+            and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
+            and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
+
+
+def _not_partitions(settings: Settings, days) -> str | None:
+    """One line naming the days that are not partitions of the daily partitions, or None."""
+    from catalake.defs.event_assets import daily_partitions
+    from catalake.platform.landing.listing import start_date
+
+    keys = daily_partitions(settings).get_partition_keys()
+    outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
+    if not outside:
+        return None
+    span = f"{keys[0]} to {keys[-1]}" if keys else "none yet"
+    return (f"not a partition: {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''}; the partitions are the "
+            f"days from CATALAKE_START_DATE ({start_date(settings)}) that have ended: {span}")
+
+
+def _check_catalog(settings: Settings) -> None:
+    """A catalog that cannot be used fails before any run, in one line naming its first problem."""
+    try:
+        Context(settings).tables
+    except CatalogError as exc:
+        first = str(exc.problems[0]) if exc.problems else str(exc)
+        raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
+                         f"{' '.join(map(str, settings.catalog))}` lists them): {first}") from None
+
+
+def _first_cause(error) -> str:
+    """The innermost error's message, on one line (Dagster wraps a step's error in its own)."""
+    while error.cause is not None:
+        error = error.cause
+    lines = [line for line in error.message.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else error.cls_name or "error"
+
+
+def run(args) -> int:
+    """Materialize the catalog, then per partition a classification run and a dbt build run
+    (recorded in DAGSTER_HOME when set)."""
+    from catalake.instance import dagster_instance, runs_of_code_location
+    from catalake.location import build_definitions
+    from catalake.platform.landing.listing import check_root
+
+    days = usage.days(args)
+    settings = Settings.from_env()
+    check_root(settings.landing)  # an unreachable landing fails here, in one line
+    _check_catalog(settings)
+    outside = _not_partitions(settings, days)
+    if outside:
+        print(outside, file=sys.stderr)
+        return 2
+    if _needs_spark(settings, days):
+        _start_spark(settings)
+    instance = dagster_instance()
+    if args.no_analytics:
+        defs = build_definitions(settings, analytics=False)
+    else:  # the code location itself: runs of its very jobs (same snapshots as the UI's)
+        from catalake.definitions import defs
+    with runs_of_code_location(instance):  # the UI can re-execute them
+        return _run_days(args, settings, Launcher(defs, instance, from_location=not args.no_analytics), instance, days)
+
+
+class Launcher:
+    """Runs of the definitions' jobs in this process. With a persistent instance and the code
+    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
+    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot;
+    otherwise `execute_in_process` (the UI then warns that the loaded job may differ)."""
+
+    def __init__(self, defs, instance, from_location: bool):
+        self.defs, self.instance = defs, instance
+        self.from_location = from_location and instance.is_persistent
+
+    def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None):
+        if not self.from_location:
+            return self.defs.resolve_job_def(job).execute_in_process(
+                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
+                asset_selection=asset_selection)
+        import os
+
+        from dagster import execute_job
+        from dagster._core.definitions.reconstruct import ReconstructableRepository
+
+        from catalake.instance import CODE_MODULE
+
+        repository = ReconstructableRepository.for_module(CODE_MODULE, "defs", working_directory=os.getcwd())
+        job_def = self.defs.resolve_job_def(job)
+        if partition is not None:
+            tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
+        return execute_job(repository.get_reconstructable_job(job), self.instance, tags=tags, raise_on_error=False,
+                           asset_selection=asset_selection)
+
+
+def _run_days(args, settings: Settings, launcher, instance, days) -> int:
+    import json
+    import time
+
+    from catalake.defs.event_assets import INCREMENTAL_TAG
+    from catalake.defs.jobs import DAILY_SELECTION
+
+    # the UI shows where a run came from: these runs are launched in this process, not by the daemon
+    cli_tags = {"catalake/launched_by": "catalake run", "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
+    catalog_seconds = 0.0
+    if _catalog_current(instance, settings):
+        print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
+    else:
+        clock = time.perf_counter()
+        catalog_run = launcher.run("catalake_job", tags=cli_tags)
+        if not catalog_run.success:
+            print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
+            return 1
+        catalog_seconds = round(time.perf_counter() - clock, 3)
+    status = 0
+    for day in days:
+        run = launcher.run("events_job", day.isoformat(), asset_selection=DAILY_SELECTION,
+                           tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
+        result = None
+        for event in run.get_asset_materialization_events():
+            materialization = event.event_specific_data.materialization
+            if materialization.asset_key.to_user_string() == "deadletter":
+                result = dict(materialization.metadata["result"].value)
+                result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
+                catalog_seconds = 0.0  # counted with the first day only
+        if not run.success or result is None:
+            errors = [e.step_failure_data.error for e in run.get_step_failure_events() if e.step_failure_data.error]
+            cause = _first_cause(errors[0]) if errors else "see the Dagster UI"
+            print(f"{day}: run {run.run_id} failed: {uris.redact(cause)}", file=sys.stderr)
+            status = 1
+            continue
+        if not args.no_analytics:
+            analytics = launcher.run("analytics_job", day.isoformat(), tags=cli_tags)
+            if not analytics.success:
+                print(f"{day}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
+                status = 1
+        if args.json:
+            print(json.dumps(result, sort_keys=True))
+        else:
+            dead = sum(result["deadletter"].values())
+            if result.get("landing") == "missing":
+                print(f"{day}: WARNING: no folder of this day ({layouts.parse(settings.layout).describe(day)}) in the "
+                      f"landing zone {settings.landing}", file=sys.stderr)
+            kind = {"incremental": "increment: ", "full": "full run: "}.get(result.get("kind"), "")
+            if result.get("fallback"):
+                print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
+            print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
+                  f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
+                  f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
+    return status

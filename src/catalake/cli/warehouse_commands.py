@@ -1,0 +1,67 @@
+"""`catalake tables`, `catalake sql` and `catalake dbt project`: the warehouse's tables, a query
+over them, and the dbt project that builds on them."""
+
+from __future__ import annotations
+
+import sys
+
+from catalake.platform import uris
+from catalake.platform.config import Settings
+from catalake.display import text_table
+from .context import Context
+from .usage import UsageError
+
+
+def tables(args) -> int:
+    """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars)."""
+    from deltalake import DeltaTable
+
+    from catalake.platform.warehouse.names import warehouse_tables
+
+    warehouse = Settings.from_env().warehouse
+    tables = warehouse_tables(warehouse)
+    if not tables:
+        print(f"no Delta tables under {warehouse} (run `catalake run` first)", file=sys.stderr)
+        return 1
+    options = uris.delta_options(warehouse)
+    rows = [[name, uris.join(warehouse, table), DeltaTable(uris.join(warehouse, table), storage_options=options).version()]
+            for name, table in tables.items()]
+    print(text_table(["table", "path", "delta version"], rows))
+    return 0
+
+
+def sql(args) -> int:
+    """A SQL query over the warehouse tables, printed as a table: DuckDB over the tables' Arrow
+    datasets (no JVM, about a second), or Spark SQL with `--engine spark`."""
+    settings = Settings.from_env()
+    if args.engine == "duckdb":
+        import duckdb
+
+        from catalake.platform.warehouse.names import duckdb_sql
+
+        try:
+            columns, rows = duckdb_sql(settings.warehouse, args.query, args.limit)
+        except duckdb.Error as exc:
+            raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
+    else:
+        from pyspark.errors import PySparkException
+
+        from catalake.platform.warehouse.names import sql
+
+        context = Context(settings, "catalake-sql")
+        try:
+            frame = sql(context.spark, context.store, args.query)
+            columns, rows = frame.columns, frame.limit(args.limit).collect()
+        except PySparkException as exc:
+            raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
+    print(text_table(columns, [["" if v is None else v for v in row] for row in rows]))
+    return 0
+
+
+def dbt_project(args) -> int:
+    """Prepare the configured catalog's dbt project (what the analytics assets run) and print
+    where it is, e.g. to run dbt by hand there."""
+    from catalake.defs.analytics_assets import dbt_project
+
+    print(dbt_project(Settings.from_env()).project_dir)
+    return 0

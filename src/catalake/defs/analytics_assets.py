@@ -1,0 +1,127 @@
+"""The catalog's dbt project as Dagster assets: every model downstream of the per-message assets
+(sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt var `partition`,
+dbt tests as asset checks. The project is the repository's `dbt_project/` with the configured
+catalog's sources, prepared under the warehouse (platform/warehouse/dbt_sources.py)."""
+
+import json
+import os
+import shutil
+import sys
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
+
+from catalake.platform import uris
+from catalake.platform.catalog import CatalogError, load_catalog
+from catalake.platform.config import Settings
+from catalake.platform.warehouse.dbt_sources import prepare_project
+from catalake.platform.warehouse.message_tables import message_tables
+from catalake.resources import Warehouse
+
+# the generic project: the repository's dbt_project/, which the package links to and the wheel carries
+DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT") or str(resources.files("catalake") / "dbt_project"))
+
+
+def dbt_project(settings: Settings) -> DbtProject:
+    """The configured catalog's dbt project, prepared (only changed files are rewritten)."""
+    try:
+        tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+    except CatalogError:
+        tables = []  # the code location still loads; the catalog job reports the problems
+    folder = prepare_project(DBT_TEMPLATE, settings.dbt_dir, tables)
+    return DbtProject(project_dir=folder, profiles_dir=folder)
+
+
+def dbt_cli(project: DbtProject) -> DbtCliResource:
+    """dbt from this Python's environment, found even when its bin folder is not on PATH."""
+    beside = Path(sys.executable).parent / "dbt"
+    return DbtCliResource(project_dir=project, dbt_executable=str(beside) if beside.exists() else shutil.which("dbt") or "dbt")
+
+
+def ensure_manifest(project: DbtProject) -> Path:
+    """`dbt parse` when the manifest is missing or older than the project's files (dagster-dbt
+    loads the manifest, it does not parse outside `dagster dev`)."""
+    manifest = project.manifest_path
+    root = Path(project.project_dir)
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_relative_to(root / "target") and not p.is_relative_to(root / "logs")]
+    newest = max((p.stat().st_mtime for p in files), default=0)
+    if not manifest.exists() or manifest.stat().st_mtime < newest:
+        dbt_cli(project).cli(["parse", "--quiet"], target_path=project.target_path).wait()
+    return manifest
+
+
+@contextmanager
+def _environment(**values: str):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _release(invocation) -> None:
+    """Close this process's DuckDB file that reading the column metadata opened (dbt-duckdb keeps
+    it in a class-level environment), so that the next dbt build can lock it."""
+    if invocation.adapter is not None:
+        invocation.adapter.cleanup_connections()
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    except ImportError:
+        return
+    with DuckDBConnectionManager._LOCK:
+        if DuckDBConnectionManager._ENV is not None:
+            DuckDBConnectionManager._ENV.close()
+            DuckDBConnectionManager._ENV = None
+
+
+class Translator(DagsterDbtTranslator):
+    def get_group_name(self, dbt_resource_props) -> str:
+        return "analytics"
+
+
+def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject):
+
+    @dbt_assets(
+        manifest=ensure_manifest(project),
+        project=project,
+        partitions_def=partitions_def,
+        dagster_dbt_translator=Translator(),
+        name="analytics",
+    )
+    def analytics(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
+        """dbt build of one day: events_daily, deadletter_daily, catalog_coverage and the marts,
+        with their dbt tests as asset checks."""
+        args = ["build", "--vars", json.dumps({"partition": context.partition_key})]
+        # dbt-duckdb reads the Delta tables from CATALAKE_WAREHOUSE (profiles.yml, sources.yml);
+        # the dbt subprocess copies this process's environment when it starts
+        with _environment(CATALAKE_WAREHOUSE=uris.normalize(warehouse.path),
+                          CATALAKE_ANALYTICS_DB=str(warehouse.local / "analytics.duckdb")):
+            invocation = dbt.cli(args, context=context)
+            # the build first, then each model's columns and column lineage (dagster-dbt reads them
+            # through the dbt adapter in this process): DuckDB lets one process at a time open the
+            # file, so reading while dbt writes would fail one of them
+            events = list(invocation.stream())
+            try:
+                yield from DbtEventIterator(iter(events), dbt_cli_invocation=invocation).fetch_column_metadata()
+            finally:
+                _release(invocation)
+
+    return analytics
+
+
+def build_analytics_job(partitions_def: DailyPartitionsDefinition):
+    return define_asset_job(
+        "analytics_job",
+        selection=AssetSelection.groups("analytics") | AssetSelection.assets("data_docs"),
+        partitions_def=partitions_def,
+        description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
+    )

@@ -1,0 +1,319 @@
+"""The daily classification: one Spark pass per partition writes every per-message table and the
+dead-letter table (a multi-asset that can be subset), with the conservation check."""
+
+import datetime as dt
+import time
+from pathlib import Path
+
+from dagster import (
+    AssetCheckResult,
+    AssetMaterialization,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    DailyPartitionsDefinition,
+    Failure,
+    FreshnessPolicy,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+
+from catalake.eventlog import event_batch
+from catalake.platform import layouts
+from catalake.platform import uris
+from catalake.platform.warehouse.names import analyst_name
+from catalake.platform.catalog import CatalogError
+from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.runs.increment import classify_increment
+from catalake.platform.config import Settings
+from catalake.platform.landing.listing import start_date
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
+from catalake.platform.warehouse.files import PARTITION_COLUMN
+from catalake.display import markdown_table
+from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
+
+from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
+from .message_assets import CATALOG_KEY, as_owner, message_key, message_specs
+from .metadata import code_version, column_schema
+
+DEADLETTER_KEY = AssetKey("deadletter")
+
+
+def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
+    return DailyPartitionsDefinition(start_date=start_date(settings))
+
+
+def deadletter_spec(settings: Settings, catalog_error: str | None = None) -> AssetSpec:
+    import catalake.platform
+
+    location = uris.join(settings.warehouse, DEADLETTER_TABLE)
+    return AssetSpec(
+        key=DEADLETTER_KEY,
+        description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "")
+        + "Landed records no message table takes, each with a machine-readable reason: "
+        + "; ".join(f"`{k}`: {v}" for k, v in REASONS.items()),
+        group_name="events",
+        kinds={"spark", "delta"},
+        deps=[CATALOG_KEY],
+        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
+                  "dagster/uri": uris.as_uri(location), **({"catalog_error": catalog_error} if catalog_error else {})},
+        tags={"layer": "messages"},
+        owners=[as_owner(o) for o in settings.owners],
+        code_version=code_version(catalake.platform),  # the whole engine decides where a record goes
+        # the nightly run (daily_events_schedule, 01:00 UTC) writes it: by 03:00 it is from that run
+        freshness_policy=FreshnessPolicy.cron(deadline_cron="0 3 * * *", lower_bound_delta=dt.timedelta(hours=2)),
+    )
+
+
+def build_events_asset(settings: Settings):
+    specs, catalog_error = message_specs(settings)
+    by_key = {spec.key: spec for spec in specs}
+    partitions = daily_partitions(settings)
+
+    @multi_asset(
+        name="classify_events",
+        specs=[*specs, deadletter_spec(settings, catalog_error)],
+        partitions_def=partitions,
+        can_subset=True,
+        check_specs=[
+            *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
+            partitioned_check_spec(
+                "conservation",
+                asset=DEADLETTER_KEY,
+                blocking=True,
+                partitions_def=partitions,
+                description="Every record read from the partition is in exactly one table: "
+                "records read = rows in the per-message tables + dead-letter rows.",
+            ),
+            partitioned_check_spec(
+                "landing",
+                asset=DEADLETTER_KEY,
+                blocking=False,
+                partitions_def=partitions,
+                description="The day's folder exists in the landing zone (WARN when it is missing: the day "
+                "was processed, but nothing was there to read; an existing empty folder passes).",
+            ),
+        ],
+    )
+    def classify_events(
+        context: AssetExecutionContext,
+        catalog_source: CatalogSource,
+        landing: LandingZone,
+        spark: SparkSessionResource,
+        warehouse: Warehouse,
+    ):
+        """Reads one day of landed events, classifies every record against the catalog's message
+        definitions, and overwrites that day in each per-message table and in `deadletter`, in
+        one Spark job whatever the number of tables. The same pass evaluates every definition's
+        expectation suite on the records it matched: each table's `expectations` check shows,
+        per expectation, the records evaluated, the unexpected ones (dead-lettered for an ERROR
+        expectation) and examples with their file and line; the GX data docs show the same
+        results per day. A table the day does not feed (and never fed) is not written; it is
+        recorded as processed with 0 rows (CATALAKE_RECORD_EMPTY).
+
+        The daily job selects `deadletter` only: the step then writes the whole day and reports
+        the materialization and check of every message table it wrote (selecting all of them
+        would make Dagster plan two events per table before the run starts: 30 s for 1,000
+        tables). Selecting message assets (a subset, from the UI) re-classifies the day for
+        those tables only."""
+        day = dt.date.fromisoformat(context.partition_key)
+        try:
+            catalog = catalog_source.load()
+            tables = catalog_source.tables(catalog)
+        except CatalogError as exc:
+            raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
+        key_of = {t.name: message_key(t.message) for t in tables}
+        tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
+        only = selected_tables(context.selected_asset_keys, tables, key_of)
+        store = warehouse.store(spark)  # Spark started only for a day too large for local processes
+        if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
+            result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
+                                        layout=landing.layout, local_bytes=settings.local_bytes, progress=context.log.info)
+        else:
+            result = classify_partition(
+                lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
+                local_bytes=settings.local_bytes, progress=context.log.info,
+            )
+        written = [t for t in tables if t.name in result.written]
+        clock = time.perf_counter()
+        with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
+            reported = report_tables(context, settings, store, tables, written, key_of,
+                                     only is None and result.kind == "full", result)
+        targets = materializations_of_run(context.instance, context.run_id, context.partition_key,
+                                          [key_of[t.name] for t in reported])
+        with event_batch(context.instance):
+            result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
+        result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
+        if DEADLETTER_TABLE not in result.written:
+            return
+        # read back from every table, subset run or not: the day's rows must add up
+        clock = time.perf_counter()
+        ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
+        result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
+        context.log.info(f"{day}: seconds per phase: {result.seconds}")
+        yield deadletter_materialization(result, store, tables)
+        yield from deadletter_checks(result, ok, counts, landing, day)
+
+    return classify_events
+
+
+INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
+
+
+def selected_tables(selected, tables, key_of) -> set[str] | None:
+    """The tables a run writes: None for the whole day (`deadletter` selected alone, or every
+    asset), else the selected message tables (and `deadletter` when it is selected too)."""
+    only = {t.name for t in tables if key_of[t.name] in selected}
+    if not only or (len(only) == len(tables) and DEADLETTER_KEY in selected):
+        return None
+    return only | ({DEADLETTER_TABLE} if DEADLETTER_KEY in selected else set())
+
+
+def deadletter_materialization(result, store, tables) -> MaterializeResult:
+    """The day's `deadletter` partition, with what the run read and where every record went."""
+    sql_of = {t.message.xid: t.message.table_name for t in tables}
+    return MaterializeResult(
+        asset_key=DEADLETTER_KEY,
+        metadata={
+            "dagster/partition_row_count": sum(result.deadletter.values()),
+            "records_read": result.records,
+            "run_kind": result.kind,
+            **({"fallback": result.fallback} if result.fallback else {}),
+            **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
+                "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
+            "by_reason": MetadataValue.json(result.deadletter),
+            "per_table": MetadataValue.md(markdown_table(
+                ["table", "message", "rows"],
+                [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])]
+                + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
+            )),
+            "result": MetadataValue.json(result.as_json()),
+            "seconds": MetadataValue.json(result.seconds),
+            "landing": result.landing,
+            "landing_files": len(result.files),
+            "skipped_landing_paths": MetadataValue.md("\n".join(
+                [f"- `{p}` (a symbolic link)" for p in result.skipped]
+                + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
+            **table_location(store, DEADLETTER_TABLE),
+        },
+    )
+
+
+def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date):
+    """`conservation` (every record read is in exactly one table) and `landing` (the day's folder was there)."""
+    yield AssetCheckResult(
+        asset_key=DEADLETTER_KEY,
+        check_name="conservation",
+        passed=ok,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
+                  "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
+    )
+    yield AssetCheckResult(
+        asset_key=DEADLETTER_KEY,
+        check_name="landing",
+        passed=result.landing != "missing",
+        severity=AssetCheckSeverity.WARN,
+        description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
+                     f"{landing.root}: nothing was read" if result.landing == "missing" else None),
+        metadata={"landing": result.landing, "root": landing.root, "layout": landing.layout, "files": len(result.files)},
+    )
+
+
+def partition_rows(store, name: str, day: dt.date, result) -> int:
+    """The day's rows in a table after the run: from the run's commit, else from the log."""
+    rows = result.stored.get(name)
+    return rows if rows is not None else store.partition_rows(name, PARTITION_COLUMN, day)
+
+
+def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> list:
+    """A materialization of every table the run wrote (the day feeds it, or fed it before).
+    Logged as events rather than yielded as outputs: Dagster checks every yielded output against
+    all the others (quadratic in the number of tables; 80 s for 1,000 of them,
+    benchmarks/RESULTS.md). Returns the tables reported."""
+    day = dt.date.fromisoformat(context.partition_key)
+    reported = []
+    for table in written:
+        rows = (partition_rows(store, table.name, day, result) if result.kind == "incremental"
+                else result.tables.get(table.message.xid, 0))
+        reported.append(table)
+        context.log_event(AssetMaterialization(
+            asset_key=key_of[table.name],
+            partition=context.partition_key,
+            metadata={
+                "dagster/partition_row_count": rows,
+                **table_location(store, table.name),
+                **({"delta_version": result.versions[table.name]} if table.name in result.versions else {}),
+                "run_kind": result.kind,
+                **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
+            },
+        ))
+    if settings.record_empty and whole_day:
+        # the day was processed for every table: one that got no event shows 0 rows rather
+        # than a missing partition, and its check passes with nothing to check
+        done = set(result.written)
+        for table in tables:
+            if table.name not in done:
+                reported.append(table)
+                context.log_event(AssetMaterialization(
+                    asset_key=key_of[table.name], partition=context.partition_key,
+                    metadata={"dagster/partition_row_count": 0, **table_location(store, table.name)},
+                ))
+    return reported
+
+
+def table_location(store, name: str) -> dict:
+    """Where a table is, as Dagster's metadata names it: its SQL name and its URI."""
+    path = store.path(name)
+    return {"dagster/table_name": analyst_name(name), "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
+
+
+def materializations_of_run(instance, run_id: str, partition: str, keys: list[AssetKey]) -> dict:
+    """The materialization this run just stored for each key's partition: the target its check
+    evaluation is tied to (what Dagster looks up itself for a yielded check result). One query for
+    all keys; a key another run materialized since is looked up on its own."""
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
+    from dagster._core.storage.event_log.base import AssetRecordsFilter
+
+    targets = {}
+    for record in instance.get_asset_records(keys):
+        last = record.asset_entry.last_materialization_record
+        if last is not None and last.run_id == run_id and last.partition_key == partition:
+            targets[record.asset_entry.asset_key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
+    for key in keys:
+        if key not in targets:
+            found = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
+            if found.records and found.records[0].run_id == run_id:
+                last = found.records[0]
+                targets[key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
+    return targets
+
+
+def quality_checks(context, warehouse: Path, reported: list, key_of, result, targets: dict) -> float:
+    """The `expectations` check of every reported table, from the classification pass's results
+    (no data read again), and the same results stored in the GX context as validation results
+    of the partition (the `data_docs` asset renders them; the check links that day's page).
+    Returns the seconds spent writing those documents."""
+    from catalake.platform.quality.datadocs import day_page, store_validation_result, validation_result_document
+    from catalake.platform.quality.referee import SuiteOutcome, pass_outcome
+
+    writing = 0.0
+    for table in reported:
+        quality = result.quality.get(table.name)
+        if quality is None:  # nothing of this message this day
+            outcome = SuiteOutcome(table.message.table_name, 0, [], dropped=0)
+        else:
+            clock = time.perf_counter()
+            stored = store_validation_result(warehouse, validation_result_document(
+                table.name, table.message.table_name, result.partition, context.run_id, quality.results, quality.types,
+                quality.rejected))
+            writing += time.perf_counter() - clock
+            outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected,
+                                   day_page(warehouse, stored))
+        key = key_of[table.name]
+        context.log_event(check_evaluation(key, outcome, context.partition_key, targets.get(key)))
+    return round(writing, 3)

@@ -1,0 +1,171 @@
+"""One asset per message definition: its Delta table under `messages/`.
+
+The specs of the last valid catalog are kept (`<local>/catalog/specs.json`): while the catalog is
+invalid the UI keeps showing its message assets, each saying what is wrong, instead of assets
+without a group or a description."""
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from dagster import AssetKey, AssetSpec, MetadataValue
+from dagster._serdes import deserialize_value, serialize_value
+
+from catalake.platform import uris
+from catalake.platform.catalog import Catalog, CatalogError, load_catalog
+from catalake.platform.catalog.model import MessageDefinition, slug
+from catalake.platform.config import Settings
+from catalake.platform.warehouse.message_tables import message_table, table_fingerprint
+from catalake.platform.catalog.normalize import protocol_family
+from catalake.platform.records.protocols import BY_FAMILY
+from catalake.platform.schemas import keys
+
+from .metadata import column_schema
+
+CATALOG_KEY = AssetKey("message_catalog")
+FED_BY = ("Written by the step `classify_events` of `events_job`, one partition a day: the schedule "
+          "`daily_events_schedule` runs yesterday's, the sensor `landing_sensor` (when on) what just landed.")
+
+
+def message_key(message: MessageDefinition) -> AssetKey:
+    return AssetKey(message.asset_path)
+
+
+def short_name(message: MessageDefinition) -> str:
+    """The message id without its group's prefix (`bikeshare.rides.kafka.RideEnded` -> `RideEnded`)."""
+    return message.message_id.removeprefix(message.group_id + ".") or message.message_id
+
+
+def protocol_name(message: MessageDefinition) -> str | None:
+    """The binding's name as people write it (Kafka, MQTT, AMQP, HTTP, NATS), None for none."""
+    binding = BY_FAMILY.get(protocol_family(message.protocol) or "")
+    return binding.title if binding is not None else message.protocol
+
+
+def owners(message: MessageDefinition, catalog: Catalog, settings: Settings) -> list[str]:
+    """The message's or its group's `labels.owner` (xRegistry labels), else CATALAKE_OWNERS: an
+    e-mail address, or a team name shown as `team:<name>`."""
+    for labels in ((message.get("labels") or {}), (catalog.groups.get(message.group_id, {}).get("labels") or {})):
+        owner = labels.get("owner") if isinstance(labels, dict) else None
+        if isinstance(owner, str) and owner.strip():
+            return [as_owner(o) for o in owner.split(",") if o.strip()]
+    return [as_owner(o) for o in settings.owners]
+
+
+def as_owner(text: str) -> str:
+    text = text.strip()
+    return text if "@" in text or text.startswith("team:") else f"team:{re.sub(r'[^A-Za-z0-9_-]', '_', text)}"
+
+
+def _tag(value: str) -> str:
+    """A value Dagster takes as a tag (letters, digits, `-_.`, at most 63 characters)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", value).strip("-.")[:63] or "none"
+
+
+def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings) -> AssetSpec:
+    text = message.get("description") or message.get("name") or ""
+    protocol = protocol_name(message)
+    over = f" over {protocol}" if protocol else ""
+    table = message_table(message, catalog, settings.roots)
+    location = uris.join(settings.warehouse, table.name)
+    uri = uris.as_uri(location)
+    metadata = {
+        "dagster/table_name": message.table_name,
+        "dagster/uri": uri,
+        "message_id": message.message_id,
+        "xid": message.xid,
+        "envelope": message.envelope or "none",
+        "protocol": protocol or "any",
+        "placeholders": ", ".join(message.placeholders) or "none",
+        "dagster/column_schema": column_schema(table.schema),
+        "path": MetadataValue.path(location),
+    }
+    if table.data_schema is not None:
+        metadata["data_schema"] = table.data_schema.reference or f"inline {table.data_schema.format}"
+    if keys.SCHEMA_ERROR in table.schema["data"].metadata:
+        metadata["untyped_payload"] = table.schema["data"].metadata[keys.SCHEMA_ERROR]
+    return AssetSpec(
+        key=message_key(message),
+        # the first line is what the asset graph shows under the name
+        description=f"{short_name(message)}{over} -> table `{message.table_name}`"
+        + (f": {text}" if text else "")
+        + f"\n\nMessage `{message.message_id}` of group `{message.group_id}` (`{message.xid}`), "
+        f"{message.envelope or 'no'} envelope, {protocol or 'any protocol'}. Delta table "
+        f"`{message.table_name}`, partitioned by `event_date`, at `{uri}`.\n\n{FED_BY}",
+        group_name=slug(message.group_id),
+        kinds={"spark", "delta"},
+        deps=[CATALOG_KEY],
+        metadata=metadata,
+        tags={"layer": "messages", "protocol": _tag((protocol or "any").lower()),
+              "envelope": _tag((message.envelope or "none").lower())},
+        owners=owners(message, catalog, settings),
+        code_version=table_fingerprint(table),
+        skippable=True,  # a day that does not feed the table leaves its partition unmaterialized
+    )
+
+
+def message_specs(settings: Settings) -> tuple[list[AssetSpec], str | None]:
+    """Specs for the configured catalog as it is when the code location loads, and what is wrong
+    with it (None when it is valid).
+
+    An invalid catalog gives the specs of the last valid one, each description saying what is
+    wrong (the code location still loads; the runs fail until the catalog is fixed)."""
+    try:
+        catalog = load_catalog(settings.catalog)
+    except CatalogError as exc:
+        error = catalog_error(exc)
+        return [_flagged(spec, error) for spec in _last_valid(settings)], error
+    specs = [message_spec(m, catalog, settings) for m in catalog]
+    _keep(settings, specs)
+    return specs, None
+
+
+def catalog_error(exc: CatalogError) -> str:
+    first = exc.problems[0] if exc.problems else None
+    where = f"{first.file} {first.pointer or ''}: {first.rule}: {first.message}" if first else str(exc)
+    more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+    return f"The message catalog is invalid: {where}{more}"
+
+
+def _flagged(spec: AssetSpec, error: str) -> AssetSpec:
+    note = (f"**{error}.** Shown as the last valid catalog defined it; runs fail until the catalog is fixed "
+            "(materialize `message_catalog` for every problem).")
+    return spec.replace_attributes(description=f"{note}\n\n{spec.description}",
+                                   metadata={**spec.metadata, "catalog_error": error})
+
+
+def _snapshot(settings: Settings) -> Path:
+    return settings.local / "catalog" / "specs.json"
+
+
+def _keep(settings: Settings, specs: list[AssetSpec]) -> None:
+    """Keep the specs of this valid catalog (written only when they changed, atomically: the
+    webserver, the daemon and run workers load the code location at once)."""
+    path = _snapshot(settings)
+    text = serialize_value([_plain(spec) for spec in specs])
+    try:
+        if path.exists() and path.read_text() == text:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
+            out.write(text)
+        os.replace(out.name, path)
+    except OSError:
+        pass  # a read-only place: the UI then shows no message assets while the catalog is invalid
+
+
+def _last_valid(settings: Settings) -> list[AssetSpec]:
+    try:
+        plain = deserialize_value(_snapshot(settings).read_text())
+    except Exception:  # noqa: BLE001 - none yet, or unreadable (another version wrote it): no specs
+        return []
+    return [AssetSpec(key=AssetKey(p["key"]), description=p["description"], group_name=p["group"], kinds=set(p["kinds"]),
+                      deps=[CATALOG_KEY], metadata=p["metadata"], tags=p["tags"], owners=p["owners"],
+                      code_version=p["code_version"], skippable=True) for p in plain]
+
+
+def _plain(spec: AssetSpec) -> dict:
+    return {"key": list(spec.key.path), "description": spec.description, "group": spec.group_name,
+            "kinds": sorted(spec.kinds), "metadata": dict(spec.metadata), "tags": dict(spec.tags),
+            "owners": list(spec.owners), "code_version": spec.code_version}

@@ -1,0 +1,71 @@
+"""The expectation suites, one GX suite file per message definition, generated from the catalog."""
+
+from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
+
+import catalake.platform.records.attributes
+import catalake.platform.quality.expectations
+from catalake.platform.catalog import CatalogError
+from catalake.display import markdown_table
+from catalake.resources import CatalogSource, Warehouse
+
+from .message_assets import CATALOG_KEY
+from .metadata import code_version
+
+DATA_DOCS_KEY = "data_docs"
+
+
+@asset(group_name="catalog", kinds={"great_expectations"}, deps=[CATALOG_KEY], tags={"layer": "catalog"},
+       code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))
+def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSource, warehouse: Warehouse) -> MaterializeResult:
+    """One Great Expectations suite per message definition, generated from the catalog: required
+    attributes not null, constant values, uritemplates as regexes, declared attribute types, and
+    the payload schema's required fields, enums, ranges, lengths, patterns, formats and item counts.
+    Written as GX JSON (stable key order) under `expectations/` in the warehouse; a definition that
+    did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
+    every record against the same expectations; each per-message asset's `expectations` check
+    shows their results per partition."""
+    from catalake.platform.quality.suites import store_suite_documents, sync_suites
+
+    try:
+        catalog = catalog_source.load()
+    except CatalogError as exc:
+        raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
+    tables = catalog_source.tables(catalog)
+    outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
+    store_suite_documents(warehouse.local, written)  # the GX context lists every suite in its data docs
+    rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
+    return MaterializeResult(metadata={
+        "suites": len(counts),
+        "expectations": sum(counts.values()),
+        "written": sum(1 for v in outcome.values() if v == "written"),
+        "unchanged": sum(1 for v in outcome.values() if v == "unchanged"),
+        "removed": sum(1 for v in outcome.values() if v == "removed"),
+        "path": MetadataValue.path(str(warehouse.suites_dir)),
+        "per_suite": MetadataValue.md(markdown_table(["suite", "expectations", "file"], rows)),
+    })
+
+
+def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, upstream):
+    # the dbt models of the same job run a range of days in one run: so does this
+    @asset(name=DATA_DOCS_KEY, group_name="quality", kinds={"great_expectations"}, partitions_def=partitions_def,
+           deps=[upstream], tags={"layer": "quality"}, backfill_policy=BackfillPolicy.single_run())
+    def data_docs(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+        """The Great Expectations data docs of one day: a validation page per table the day fed
+        (every expectation with its records evaluated, unexpected ones and examples, from the
+        classification pass), listed in the site's index with every suite. Offline HTML under
+        `gx/uncommitted/data_docs/local_site/`."""
+        validator = warehouse.validator()
+        pages, missing = [], []
+        for day in context.partition_keys:
+            index, built, failed = validator.build_partition_docs(day)
+            pages += built
+            missing += failed
+        if missing:
+            raise Failure(description=f"GX did not render {len(missing)} of {len(pages)} validation page(s) (its log above "
+                          "says why)", metadata={"missing": MetadataValue.md("\n".join(f"- `{p}`" for p in missing))})
+        metadata = {"index": MetadataValue.path(str(index)), "days": len(context.partition_keys), "pages": len(pages)}
+        if len(pages) and len(context.partition_keys) == 1:
+            metadata["pages_of_the_day"] = MetadataValue.md("\n".join(f"- [{p.stem}]({p.as_uri()})" for p in pages))
+        return MaterializeResult(metadata=metadata)
+
+    return data_docs

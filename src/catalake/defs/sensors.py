@@ -1,0 +1,29 @@
+import json
+
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+
+from catalake.defs.event_assets import INCREMENTAL_TAG
+from catalake.platform.landing.listing import landing_partitions
+
+from .jobs import DAILY_SELECTION
+
+
+def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day"):
+    @sensor(job=events_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.STOPPED)
+    def landing_sensor(context: SensorEvaluationContext):
+        """Requests an incremental run for every landing day that appeared or whose files changed:
+        it reads what landed since the day's last run (a full run when a file changed otherwise).
+        Runs of one day are queued, never run at once (deploy/dagster.yaml)."""
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now = landing_partitions(landing_root, layout)
+        known = set(partitions_def.get_partition_keys())
+        requests = [
+            RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day, tags={INCREMENTAL_TAG: "true"},
+                       asset_selection=DAILY_SELECTION)
+            for day, fingerprint in sorted(now.items())
+            if seen.get(day) != fingerprint and day in known
+        ]
+        context.update_cursor(json.dumps(now, sort_keys=True))
+        return requests or SkipReason("no new or changed landing folders")
+
+    return landing_sensor

@@ -1,0 +1,295 @@
+"""Listing the landing zone (../shared/docs/landing-zone.md): the files of one daily partition.
+
+The landing root is a local folder or a URI (`s3://bucket/prefix`, any filesystem of uris.py).
+Where a day's files are below it is the landing layout (layouts.py: by default `<root>/YYYY-MM-DD/`
+or `<root>/dt=YYYY-MM-DD/`; Hive-style, Event Hubs Capture and Kafka Connect folders by setting);
+every file below a day's folder is the day's, subfolders included. `_SUCCESS`, `.crc` and
+dot-files are ignored. A landing root that cannot be listed is an error naming it
+(`LocationError`); a day without a folder is an empty day that says so (`DayListing.missing`).
+
+Files are read by their literal path (no pattern expansion: a file named `rides-*.jsonl` is one
+file), and a local landing root is a jail: symbolic links are skipped and reported, never read.
+A name that is not valid UTF-8 is read, and shown with its undecodable bytes escaped
+(`display_path`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import os
+from dataclasses import dataclass, field, replace
+
+from pyarrow import fs as pafs
+
+from . import formats
+from .. import layouts, uris
+from ..config import Settings
+from ..layouts import Layout
+
+REMOTE_BLOCK = 32 << 20  # one ranged GET per this many bytes of a file on object storage
+
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A landed file as the driver listed it: where, its size then (what the day reads), and the
+    path fields its layout gives it (layouts.py)."""
+
+    path: str
+    size: int
+    modified_ns: int = 0
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass
+class DayListing:
+    """The landed files of one day, and what was found but not read."""
+
+    files: list[Landed] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # the day's folders that exist
+    skipped: list[str] = field(default_factory=list)  # symbolic links: never followed
+    ignored: list[str] = field(default_factory=list)  # names that are not landed files
+
+    @property
+    def missing(self) -> bool:
+        """No folder of the day exists (an existing empty folder is a quiet day)."""
+        return not self.folders
+
+
+def is_hidden(name: str) -> bool:
+    """Files writers leave beside the data: `_SUCCESS`, `.crc` checksums, dot-files."""
+    return name.startswith((".", "_")) or name.lower().endswith(".crc")
+
+
+def display_path(path: str) -> str:
+    """A path as stored and shown: undecodable bytes of a name escaped as `\\xNN`."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def check_root(root: str) -> pafs.FileSystem:
+    """The landing root's filesystem; LocationError naming the root and the cause when it does
+    not exist, is not a folder, or cannot be read (no such bucket, no credentials, no route)."""
+    root = uris.normalize(root)
+    filesystem, base = uris.filesystem(root)
+    try:
+        info = filesystem.get_file_info(base)
+        if info.type == pafs.FileType.Directory and uris.is_remote(root):
+            filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))  # listing is allowed
+    except OSError as exc:
+        raise uris.LocationError(f"landing {root}: cannot be read: {uris.describe(exc)}") from None
+    if info.type == pafs.FileType.NotFound:
+        raise uris.LocationError(f"landing {root}: does not exist")
+    if info.type != pafs.FileType.Directory:
+        raise uris.LocationError(f"landing {root}: is not a folder")
+    return filesystem
+
+
+def _layout(layout: str | Layout | None) -> Layout:
+    return layout if isinstance(layout, Layout) else layouts.parse(layout)
+
+
+def list_day(root: str, day: dt.date, layout: str | Layout | None = None) -> DayListing:
+    """The landed files of one day in the layout (default `day`), sorted (subfolders included).
+    A root that does not exist or cannot be listed raises LocationError naming it and the cause."""
+    root = uris.normalize(root)
+    return _list_day(check_root(root), root, day, _layout(layout))
+
+
+def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date, layout: Layout) -> DayListing:
+    listing = DayListing()
+    for _, folder, fields in day_folders(filesystem, root, layout, day, listing):
+        _list_folder(filesystem, root, folder, fields, listing)
+    listing.files.sort(key=lambda f: f.path)
+    return listing
+
+
+def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: DayListing) -> None:
+    before = len(listing.files)
+    if uris.is_remote(root):
+        _list_remote(filesystem, folder, listing)
+    else:
+        _list_local(folder, listing)
+    if fields:
+        listing.files[before:] = [replace(f, fields=fields) for f in listing.files[before:]]
+
+
+def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str]]:
+    """(name, path, kind: dir | file | link) of a folder's entries that are not hidden."""
+    if remote:
+        scheme = folder.split("://", 1)[0]
+        _, path = uris.filesystem(folder)
+        try:
+            found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        except OSError as exc:
+            raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
+        return [(i.base_name, f"{scheme}://{i.path}", "dir" if i.type == pafs.FileType.Directory else "file")
+                for i in found if not is_hidden(i.base_name)]
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [(e.name, e.path, "link" if e.is_symlink() else "dir" if e.is_dir() else "file")
+            for e in entries if not is_hidden(e.name)]
+
+
+def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
+                listing: DayListing | None = None) -> list[tuple[dt.date, str, tuple]]:
+    """(day, folder, path fields) of every folder of the layout below the root (of `day` only,
+    when given): folder by folder along the template, listing only what can still match."""
+    listing = listing if listing is not None else DayListing()
+    remote = uris.is_remote(root)
+    level: list[tuple[str, dict]] = [(root, {})]
+    for i, segment in enumerate(layout.segments):
+        last = i == len(layout.segments) - 1
+        following: list[tuple[str, dict]] = []
+        for folder, values in level:
+            if segment.pattern is None:  # a literal folder: no listing needed
+                path = uris.join(folder, segment.text)
+                if not remote and os.path.islink(path):
+                    listing.skipped.append(path)
+                else:
+                    following.append((path, values))
+                continue
+            for name, path, kind in _children(filesystem, folder, remote):
+                found = segment.match(name)
+                if found is None:
+                    continue
+                merged = {**values, **found}
+                if day is not None and not layouts.agrees(merged, day):
+                    continue
+                if kind == "link":  # the landing root is a jail: a link is reported, never followed
+                    listing.skipped.append(path)
+                elif kind == "dir":
+                    following.append((path, merged))
+                elif last and layouts.day_of(merged) is not None:
+                    listing.ignored.append(path + " (a file where the day's folder belongs)")
+        level = following
+    out = []
+    for folder, values in level:
+        found_day = layouts.day_of(values)
+        if found_day is not None and (day is None or found_day == day):
+            out.append((found_day, folder, layouts.fields_of(values)))
+    return sorted(out, key=lambda f: f[1])
+
+
+def _list_remote(filesystem: pafs.FileSystem, folder: str, listing: DayListing) -> None:
+    scheme = folder.split("://", 1)[0]
+    _, path = uris.filesystem(folder)
+    try:
+        kind = filesystem.get_file_info(path).type
+        if kind == pafs.FileType.File:
+            listing.ignored.append(folder + " (a file where the day's folder belongs)")
+            return
+        if kind != pafs.FileType.Directory:
+            return
+        listing.folders.append(folder)
+        found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    except OSError as exc:
+        raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
+    for info in found:
+        if info.type != pafs.FileType.File:
+            continue
+        parts = info.path[len(path):].strip("/").split("/")
+        if any(is_hidden(p) for p in parts):
+            continue
+        listing.files.append(Landed(f"{scheme}://{info.path}", info.size, info.mtime_ns or 0))
+
+
+def _list_local(folder: str, listing: DayListing) -> None:
+    if os.path.islink(folder):
+        listing.skipped.append(folder)
+        return
+    if os.path.isfile(folder):
+        listing.ignored.append(folder + " (a file where the day's folder belongs)")
+        return
+    if not os.path.isdir(folder):
+        return
+    listing.folders.append(folder)
+    for base, dirs, names in os.walk(folder):  # os.walk does not follow links into folders
+        for name in [*dirs, *names]:
+            if os.path.islink(os.path.join(base, name)):
+                listing.skipped.append(os.path.join(base, name))
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d)) and not is_hidden(d)]
+        for name in names:
+            path = os.path.join(base, name)
+            if os.path.islink(path) or not os.path.isfile(path) or is_hidden(name):
+                continue
+            stat = os.stat(path)
+            listing.files.append(Landed(path, stat.st_size, stat.st_mtime_ns))
+
+
+def partition_files(root: str, day: dt.date, skipped: list | None = None, layout: str | Layout | None = None) -> list[Landed]:
+    """The landed files of one day (see list_day); symbolic links found are added to `skipped`."""
+    listing = list_day(root, day, layout)
+    if skipped is not None:
+        skipped.extend(listing.skipped)
+    return listing.files
+
+
+def landing_partitions(root: str, layout: str | Layout | None = None) -> dict[str, str]:
+    """Every day of the landing root in the layout -> fingerprint of its files (names, sizes,
+    modification times). A root that cannot be read raises LocationError."""
+    root = uris.normalize(root)
+    filesystem = check_root(root)
+    layout = _layout(layout)
+    by_day: dict[dt.date, DayListing] = {}
+    for day, folder, fields in day_folders(filesystem, root, layout, None):
+        _list_folder(filesystem, root, folder, fields, by_day.setdefault(day, DayListing()))
+    out: dict[str, str] = {}
+    for day, listing in sorted(by_day.items()):
+        digest = hashlib.sha256()
+        for f in sorted(listing.files, key=lambda f: f.path):
+            digest.update(f"{display_path(f.path)}|{f.size}|{f.modified_ns}\n".encode())
+        out[day.isoformat()] = digest.hexdigest()
+    return out
+
+
+def first_day(root: str, layout: str | Layout | None = None) -> dt.date | None:
+    """The landing zone's earliest day in the layout, or None (also when it cannot be listed)."""
+    try:
+        root = uris.normalize(root)
+        found = day_folders(check_root(root), root, _layout(layout), None)
+    except (OSError, uris.LocationError):
+        return None
+    return min((d for d, _, _ in found), default=None)
+
+
+DEFAULT_START = "2026-11-01"  # the first partition of a landing zone with no day in it yet
+
+
+def start_date(settings: Settings) -> str:
+    """The first daily partition: CATALAKE_START_DATE, else the landing zone's earliest day in its
+    layout, else DEFAULT_START (also when the landing cannot be listed: the run says why)."""
+    if settings.start_date:
+        return settings.start_date
+    day = first_day(settings.landing, settings.layout)
+    return day.isoformat() if day else DEFAULT_START
+
+
+def open_file(path: str):
+    """A seekable binary reader of a local or remote file."""
+    if not uris.is_remote(path):
+        return open(path, "rb")
+    filesystem, inner = uris.filesystem(path)
+    return io.BufferedReader(filesystem.open_input_file(inner), buffer_size=REMOTE_BLOCK)
+
+
+def head_of(path: str) -> bytes:
+    """A file's first bytes (its magic), in one small read (no buffer filled on object storage)."""
+    if not uris.is_remote(path):
+        with open(path, "rb") as f:
+            return f.read(formats.HEAD_BYTES)
+    filesystem, inner = uris.filesystem(path)
+    with filesystem.open_input_file(inner) as f:
+        return f.read_at(formats.HEAD_BYTES, 0)
+

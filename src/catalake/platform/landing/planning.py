@@ -1,0 +1,207 @@
+"""Planning a day: the driver cuts the listed files into pieces and packs them into tasks.
+
+The driver lists the files once, with their sizes (listing.py), and cuts them into tasks
+(`plan_tasks`): a file larger than the split size is cut where its format can be cut (JSON lines
+at line ends, with the first line number of each piece counted by the driver; Avro at block
+boundaries, with the first record number from the blocks' headers; Parquet at row groups), small
+files are packed together, a compressed file or a document is one piece. Every piece ends at a
+planned byte: a file that grows while the day runs is read up to the size it was listed with (its
+last complete line), and the rest is the next run's. `tiling_faults` proves a plan reads every
+listed byte once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+
+from . import formats
+from .listing import Landed, display_path, head_of, open_file
+
+
+# the largest piece one task reads: few tasks mean few files per table (a task writes each table
+# it feeds once), and a task's memory does not grow with it (rows become Parquet as it goes)
+SPLIT_BYTES = 256 << 20
+MIN_TASK_BYTES = 4 << 20  # smaller days are not cut into more tasks than this fills
+BLOCK = 8 << 20
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of a landed file: bytes [start, end) of a file cut by its format (`kind`: `lines`, a
+    JSON lines file whose first line there is `first_line`; `avro`, whole blocks, the first
+    record's number `first_line`; `parquet`, the row groups starting in the range), or
+    (end = -1, kind "") the whole file as it was listed (`size` bytes), its format read from it."""
+
+    path: str
+    start: int = 0
+    end: int = -1
+    first_line: int = 1
+    size: int = -1
+    kind: str = ""
+    fields: tuple[tuple[str, str], ...] = ()  # the file's path fields (Landed.fields)
+
+    @property
+    def length(self) -> int:
+        """The bytes the piece reads."""
+        return self.end - self.start if self.end >= 0 else self.size
+
+
+
+def _cuts(landed: Landed, split: int) -> list[Piece]:
+    """A JSON lines file cut at the first line break after every `split` bytes, with the line
+    number each piece starts at (newlines counted block by block; no line is parsed here)."""
+    path, size = landed.path, landed.size
+    pieces, start, line = [], 0, 1
+    with open_file(path) as f:
+        while start < size:
+            target = start + split
+            if target >= size:
+                pieces.append(Piece(path, start, size, line, kind="lines", fields=landed.fields))
+                break
+            f.seek(target)
+            f.readline()  # to the end of the line the cut falls into
+            end = min(f.tell(), size)
+            pieces.append(Piece(path, start, end, line, kind="lines", fields=landed.fields))
+            start, line = end, line + newlines(f, start, end)
+    return pieces
+
+
+def newlines(f, start: int, end: int) -> int:
+    """The line breaks in bytes [start, end) of an open file, counted block by block."""
+    f.seek(start)
+    remaining, count = end - start, 0
+    while remaining > 0:
+        block = f.read(min(BLOCK, remaining))
+        if not block:
+            break
+        count += block.count(b"\n")
+        remaining -= len(block)
+    return count
+
+
+def _avro_cuts(landed: Landed, split: int) -> list[Piece]:
+    """An Avro object container file cut at block boundaries after every `split` bytes, with the
+    number of the first record of each piece (each block's header says how many records it
+    holds; fastavro reads the header and the counts, the data is skipped, not read). A file
+    whose blocks cannot be walked is one piece: reading it says where it breaks."""
+    import fastavro
+    from fastavro.read import HEADER_SCHEMA
+
+    path, size = landed.path, landed.size
+    cuts = [(0, 1)]  # (byte, first record)
+    try:
+        with open_file(path) as f:
+            fastavro.schemaless_reader(f, HEADER_SCHEMA, None)
+            record = 1
+            while f.tell() < size:
+                at = f.tell()
+                if at - cuts[-1][0] >= split:
+                    cuts.append((at, record))
+                count = fastavro.schemaless_reader(f, "long", None)
+                length = fastavro.schemaless_reader(f, "long", None)
+                f.seek(length + 16, 1)  # the block's data and its sync marker
+                record += count
+    except Exception:  # noqa: BLE001 - any fault of the file is reported by reading it
+        return [Piece(path, size=size, fields=landed.fields)]
+    bounds = [c[0] for c in cuts[1:]] + [size]
+    return [Piece(path, start, end, first, kind="avro", fields=landed.fields) for (start, first), end in zip(cuts, bounds)]
+
+
+def row_group_starts(parquet) -> list[int]:
+    """The byte each row group of a Parquet file starts at (its first column chunk)."""
+    meta = parquet.metadata
+    starts = []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        chunk = group.column(0)
+        starts.append(min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o is not None and o > 0))
+    return starts
+
+
+def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
+    """A Parquet file cut at row groups after every `split` bytes (only its footer is read)."""
+    import pyarrow.parquet as pq
+
+    path, size = landed.path, landed.size
+    try:
+        with open_file(path) as f:
+            starts = row_group_starts(pq.ParquetFile(f))
+    except Exception:  # noqa: BLE001 - any fault of the file is reported by reading it
+        return [Piece(path, size=size, fields=landed.fields)]
+    cuts = [0]
+    for start in starts[1:]:
+        if start - cuts[-1] >= split:
+            cuts.append(start)
+    bounds = cuts[1:] + [size]
+    return [Piece(path, start, end, kind="parquet", fields=landed.fields) for start, end in zip(cuts, bounds)]
+
+
+CUTTERS = {"lines": _cuts, "avro": _avro_cuts, "parquet": _parquet_cuts}
+
+
+def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None) -> list[list[Piece]]:
+    """The pieces of the day's files packed into tasks of even size: a multiple of `parallelism`
+    tasks (so no core idles at the end), each of at most SPLIT_BYTES unless a single compressed
+    file is larger. A file larger than `target` bytes (by default the even share of one task) is
+    cut where its format allows (its first bytes say which); small files share tasks. Every
+    piece ends at the size the file was listed with."""
+    total = sum(f.size for f in files)
+    parallelism = max(parallelism, 1)
+    count = parallelism * max(1, -(-total // (SPLIT_BYTES * parallelism)))
+    if target is None:
+        count = min(count, max(1, total // MIN_TASK_BYTES)) if total < MIN_TASK_BYTES * parallelism else count
+        target = max(1, -(-total // count))
+    pieces: list[tuple[int, Piece]] = []
+    for f in files:
+        cut = CUTTERS.get(formats.sniff(head_of(f.path), f.name)) if f.size > target else None
+        if cut is not None:
+            pieces += [(p.length, p) for p in cut(f, target)]
+        else:
+            pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
+    return pack(pieces, max(count, -(-total // target)) if total else 1)
+
+
+def pack(pieces: list[tuple[int, Piece]], count: int) -> list[list[Piece]]:
+    """(size, piece)s into at most `count` tasks of even size: largest first, into the lightest."""
+    tasks: list[list[Piece]] = [[] for _ in range(max(count, 1))]
+    loads = [0] * len(tasks)
+    for size, piece in sorted(pieces, key=lambda p: -p[0]):
+        i = loads.index(min(loads))
+        tasks[i].append(piece)
+        loads[i] += size
+    return [sorted(t, key=lambda p: (p.path, p.start)) for t in tasks if t]
+
+
+def tiling_faults(files: list[Landed], tasks: list[list[Piece]]) -> list[str]:
+    """Why the planned tasks would not read every byte of every landed file exactly once; []
+    when they do. The bytes are those of the listing (a file that grew since is read up to the
+    size it was listed with). With every task's result counted once, this is what makes the
+    records read the landed records, so that conservation (records read = rows stored) catches
+    a file read twice or partly, independently of what the tasks counted."""
+    landed = {f.path: f for f in files}
+    shown = display_path
+    faults = [f"{shown(path)}: listed {n} times" for path, n in sorted(Counter(f.path for f in files).items()) if n > 1]
+    by_file: dict[str, list[Piece]] = {}
+    for piece in (p for task in tasks for p in task):
+        by_file.setdefault(piece.path, []).append(piece)
+    faults += [f"{shown(path)}: landed, not read" for path in sorted(set(landed) - set(by_file))]
+    faults += [f"{shown(path)}: read, not landed" for path in sorted(set(by_file) - set(landed))]
+    for path, pieces in sorted(by_file.items()):
+        if any(p.end < 0 for p in pieces):
+            if len(pieces) > 1:
+                faults.append(f"{shown(path)}: read {len(pieces)} times")
+            elif path in landed and pieces[0].size != landed[path].size:
+                faults.append(f"{shown(path)}: planned {pieces[0].size} bytes of {landed[path].size}")
+            continue
+        at = 0
+        for piece in sorted(pieces, key=lambda p: p.start):
+            if piece.start != at:
+                faults.append(f"{shown(path)}: bytes {min(at, piece.start)}-{max(at, piece.start)} read "
+                              f"{'twice' if piece.start < at else 'never'}")
+            at = max(at, piece.end)
+        size = landed[path].size if path in landed else at
+        if at != size:
+            faults.append(f"{shown(path)}: read up to byte {at} of {size}")
+    return faults

@@ -1,0 +1,289 @@
+"""The referee: Great Expectations (1.x)'s own engine over a table's stored rows, and the GX
+file context under the warehouse.
+
+One GX file context lives under the warehouse (`<warehouse>/gx`): the suites, the validation
+results and the data docs site (`gx/uncommitted/data_docs/local_site/index.html`). `Validator`
+opens it; its `build_partition_docs` renders the pages of the validation results datadocs.py
+stored (the `data_docs` asset).
+
+* `Validator.validate` / `validate_stored`: GX's own engine on a stored partition (a Spark
+  DataFrame), the referee (`catalake validate`, tests) of what the classification pass
+  (evaluation.py) decided record by record. It answers with two Spark queries per suite however
+  many expectations it has: the row count, then one aggregate computing every expectation's
+  unexpected count together. Only expectations that failed are then asked for a few unexpected
+  values (one more small query each).
+* `SuiteOutcome` / `ExpectationOutcome`: a suite's results as the Dagster checks and the CLI
+  report them, from the referee or from the classification pass (`pass_outcome`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from ..config import DOCS_INDEX, GX_SUITES, VALIDATIONS
+from .datadocs import TYPES, annotate_page, day_page, located
+from .evaluation import Counts, ExpectationResult
+from .expectations import DERIVED, ERROR, import_gx
+from .suites import expectation_summary, suite_document
+from .webassets import localize
+
+DATASOURCE = "catalake"
+BATCH = "partition"
+EXAMPLES = 5
+
+
+@dataclass
+class ExpectationOutcome:
+    type: str
+    column: str | None
+    rule: str
+    severity: str
+    success: bool
+    unexpected_count: int | None = None
+    unexpected_percent: float | None = None
+    examples: list = field(default_factory=list)
+    observed: Any = None
+    error: str | None = None
+    evaluated: int | None = None
+    id: str | None = None
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
+
+
+@dataclass
+class SuiteOutcome:
+    suite: str
+    rows: int  # records evaluated: the records matched (the pass), the stored rows (GX)
+    outcomes: list[ExpectationOutcome]
+    docs: Path | None = None  # the data docs page of these results, or the site's index
+    dropped: int | None = None  # from the classification pass: records dead-lettered for a rule (None: GX on stored rows)
+
+    @property
+    def stored(self) -> int:
+        """Rows of the partition in the table: the matched records less those dead-lettered."""
+        return self.rows - (self.dropped or 0)
+
+    @property
+    def success(self) -> bool:
+        return all(o.success for o in self.outcomes)
+
+    @property
+    def errors(self) -> list[ExpectationOutcome]:
+        """Failed expectations of what the catalog requires (they block downstream assets)."""
+        return [o for o in self.outcomes if not o.success and o.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[ExpectationOutcome]:
+        return [o for o in self.outcomes if not o.success and o.severity != ERROR]
+
+
+def pass_outcome(suite: str, results: Sequence[ExpectationResult], types: Counts, rejected: int,
+                 docs: Path | None = None) -> SuiteOutcome:
+    """A table's results from the classification pass, in the shape of a GX validation's.
+
+    Records the classifier rejected count as unexpected for the ERROR expectations they broke:
+    a failed ERROR expectation says records were dead-lettered (`dropped`); the stored rows meet
+    the suite by construction."""
+    outcomes = [
+        ExpectationOutcome(r.expectation.type, r.expectation.column, r.expectation.rule, r.severity, r.success,
+                           r.unexpected_count, r.unexpected_percent, located(r.examples), evaluated=r.element_count,
+                           id=r.expectation.id)
+        for r in results
+    ]
+    evaluated, unexpected, examples = types.evaluated, types.unexpected, types.examples
+    outcomes.append(ExpectationOutcome(TYPES, "data", "payload type", ERROR, unexpected == 0, unexpected,
+                                       unexpected / evaluated * 100 if evaluated else None, located(examples),
+                                       evaluated=evaluated, id="data:type"))
+    return SuiteOutcome(suite, evaluated, outcomes, docs, rejected)
+
+
+def validation_frame(frame, suite):
+    """The partition plus the derived columns the suite's expectations address."""
+    from pyspark.sql import functions as F
+
+    derived = (suite.meta or {}).get(DERIVED) or {}
+    return frame.select("*", *[F.expr(sql).alias(name) for name, sql in derived.items()]) if derived else frame
+
+
+def _outcome(result) -> ExpectationOutcome:
+    summary = expectation_summary(result.expectation_config)
+    info = result.exception_info or {}
+    error = info.get("exception_message") if info.get("raised_exception") else None
+    detail = result.result or {}
+    return ExpectationOutcome(
+        type=summary["type"],
+        column=summary["kwargs"].get("column"),
+        rule=summary["meta"].get("rule", ""),
+        severity=summary["meta"].get("severity", ERROR),
+        success=bool(result.success),
+        unexpected_count=detail.get("unexpected_count"),
+        unexpected_percent=detail.get("unexpected_percent"),
+        observed=detail.get("observed_value"),
+        error=error,
+        evaluated=detail.get("element_count"),
+        id=summary["meta"].get("id"),
+    )
+
+
+class Validator:
+    """GX file context under the warehouse."""
+
+    def __init__(self, warehouse: Path):
+        gx = import_gx()
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        self.root = Path(warehouse)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.context = gx.get_context(mode="file", project_root_dir=str(self.root))
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)  # they flood stderr
+        self._datasource = None
+
+    @property
+    def docs_index(self) -> Path:
+        return self.root / DOCS_INDEX
+
+    @property
+    def datasource(self):
+        # persist=False: the caller caches the partition and unpersists it afterwards
+        if self._datasource is None:
+            self._datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
+        return self._datasource
+
+    def build_partition_docs(self, partition: str) -> tuple[Path, list[Path], list[Path]]:
+        """Rebuild the data docs pages of one partition's stored results and the index, and the
+        page of every suite that has none or changed since (the index lists the suites that
+        have a page: all of them, fed that day or not). Returns the index, the day's validation
+        pages, and those GX did not write (GX logs a page it fails to render and goes on)."""
+        from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
+
+        results = [k for k in self.context.validation_results_store.list_keys()
+                   if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(f"{partition} ")]
+        keys = list(results)
+        pages = self.docs_index.parent / "expectations"
+        for key in self.context.expectations_store.list_keys():
+            page, stored = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
+            if not page.exists() or (stored.exists() and stored.stat().st_mtime > page.stat().st_mtime):
+                keys.append(key)
+        started = time.time() - 1
+        index = self.build_docs(keys)
+        stored = [self.root / VALIDATIONS / Path(*k.to_tuple()).with_suffix(".json") for k in results]
+        built = [day_page(self.root, path) for path in stored]
+        missing = [p for p in built if not p.exists() or p.stat().st_mtime < started]
+        for path, page in zip(stored, built):
+            if page not in missing:
+                annotate_page(page, orjson.loads(path.read_bytes()))
+        return index, built, missing
+
+    def build_docs(self, keys: Sequence | None = None) -> Path:
+        """Rebuild the data docs site (only the pages of `keys` and the index, when given), the
+        pages built pointing at the site's own copies of their JS/CSS (webassets.py)."""
+        started = time.time() - 1  # file times may be rounded to the second
+        if keys is None:
+            self.context.build_data_docs()
+        else:
+            self.context.build_data_docs(resource_identifiers=list(keys))
+        site = self.docs_index.parent
+        localize(site, [p for p in site.rglob("*.html") if p.stat().st_mtime >= started])
+        return self.docs_index
+
+    # -- GX's own engine, on stored data
+    def _checkpoint(self, suite):
+        gx = import_gx()
+        try:
+            asset = self.datasource.get_asset(suite.name)
+        except LookupError:
+            asset = self.datasource.add_dataframe_asset(name=suite.name)
+        try:
+            batch = asset.get_batch_definition(BATCH)
+        except KeyError:
+            batch = asset.add_batch_definition_whole_dataframe(BATCH)
+        stored = self.context.suites.add_or_update(gx.ExpectationSuite(**suite_document(suite)))
+        definition = self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=suite.name, data=batch, suite=stored)
+        )
+        checkpoint = gx.Checkpoint(
+            name=suite.name,
+            validation_definitions=[definition],
+            result_format={"result_format": "BASIC", "partial_unexpected_count": 0},
+        )
+        return self.context.checkpoints.add_or_update(checkpoint), batch
+
+    def validate(self, frame, suite, run_name: str | None = None) -> SuiteOutcome:
+        """Validate one partition (a DataFrame of the table's rows) against the suite with GX's engine."""
+        # cached lazily: GX's first query (its row count) reads the files, the bundle reads memory
+        frame = validation_frame(frame, suite).persist()
+        try:
+            checkpoint, batch = self._checkpoint(suite)
+            run = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=_run_id(run_name))
+            results = [r for v in run.run_results.values() for r in v.results]
+            outcomes = [_outcome(r) for r in results]
+            counted = [r.result["element_count"] for r in results if (r.result or {}).get("element_count") is not None]
+            rows = counted[0] if counted else frame.count()
+            failed = [r.expectation_config for r, o in zip(results, outcomes) if not o.success and o.unexpected_count]
+            if failed:
+                self._examples(frame, batch, suite.name, failed, outcomes)
+        finally:
+            frame.unpersist()
+        return SuiteOutcome(suite.name, rows, outcomes, self.docs_index)
+
+    def _examples(self, frame, batch, name: str, failed: list, outcomes: list[ExpectationOutcome]) -> None:
+        """A few unexpected values of the failed expectations (not stored, not in the docs)."""
+        gx = import_gx()
+        probe = gx.ExpectationSuite(name=f"{name}.examples", expectations=[_unbound(c) for c in failed])
+        result = batch.get_batch(batch_parameters={"dataframe": frame}).validate(
+            probe, result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
+        )
+        by_key = {_key(r.expectation_config): r.result.get("partial_unexpected_list") or [] for r in result.results}
+        for outcome, config in zip([o for o in outcomes if not o.success and o.unexpected_count], failed):
+            outcome.examples = [_plain(v) for v in by_key.get(_key(config), [])][:EXAMPLES]
+
+
+def _run_id(run_name: str | None):
+    if run_name is None:
+        return None
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    return RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.timezone.utc))
+
+
+def _unbound(config):
+    expectation = config.to_domain_obj()
+    expectation.id = None  # GX refuses an expectation that belongs to another suite
+    return expectation
+
+
+def _key(config) -> str:
+    return f"{config.type}:{sorted(config.kwargs.items(), key=lambda kv: kv[0])}"
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def validate_stored(spark, store, tables, day, names: Sequence[str] | None = None, validator: Validator | None = None,
+                    run_name: str | None = None) -> dict[str, SuiteOutcome]:
+    """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
+    by warehouse name or SQL name), the referee of the classification pass's results."""
+    from .suites import build_suite
+    from ..warehouse.message_tables import PARTITION_COLUMN
+
+    from ..config import local_folder
+
+    validator = validator or Validator(local_folder(store.root))
+    chosen = [t for t in tables if names is None or t.name in names or t.message.table_name in names]
+    outcomes = {}
+    for table in chosen:
+        if not (store.exists(table.name) and store.partition_rows(table.name, PARTITION_COLUMN, day)):
+            continue
+        partition = store.read(table.name).where(f"{PARTITION_COLUMN} = DATE'{day.isoformat()}'")
+        outcomes[table.name] = validator.validate(partition, build_suite(table), run_name=run_name or f"{day} (catalake validate)")
+    return outcomes

@@ -1,0 +1,448 @@
+"""The per-record work of a partition run, as it runs on a Spark executor (plain Python).
+
+A `Classifier` is compiled once per worker process from the run's `Plan` (the catalog's tables
+and the run's day). `classify` takes one landed record: parse (orjson), normalize (record.py),
+match (matcher.py), type the payload with its table's schema (payload.py), evaluate the table's
+expectations (evaluation.py), and add the row to its table, or to the dead-letter table with the
+reason. A task's rows are buffered per table and written as Parquet files into the table's
+partition folder (taskio.py); the driver commits them. What leaves the executor is small: per
+table its files, row count and quality tally.
+
+Python runs per record here on purpose: the same work as Spark SQL expressions cost 5-10x a
+plain Python loop on this kind of machine (benchmarks/RESULTS.md); here Spark schedules the
+tasks, one per piece of the day's files, and the executors do the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import orjson
+import pyarrow as pa
+
+from ..records import cloudevents, strictjson
+from ..records.attributes import PARSERS, column_value
+from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA, DeadLetterRow
+from ..quality.expectations import suite_expectations
+from ..landing import formats
+from ..landing.listing import display_path
+from ..landing.planning import Piece
+from ..landing.reading import MAX_RECORD_BYTES, Corrupt, TooLarge, Unsupported, read_piece
+from ..uris import adopt, relative
+from ..catalog.matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
+from ..schemas.payload import compile_payload, uncompiled
+from ..records.protocols import BINDINGS
+from ..quality.evaluation import SuiteCheck, failure_detail
+from ..records.record import MISSING, Record, batch_events, normalize, record_fault
+from ..schemas.languages import BY_FAMILY as LANGUAGES
+from ..schemas.validators import (
+    ENDLESS_REF,
+    MAX_ERRORS,
+    ValidatorSpec,
+    jsonschema_rule,
+    jsonschema_validator,
+    schema_errors,
+)
+from ..warehouse.arrowschemas import arrow_schema
+from ..schemas import keys
+from .plan import Plan
+from .taskio import TaskOutput, TaskResult, remove_dead_spills
+
+# dead-letter reasons a catalog change can undo (replay); the others are the record's own faults
+REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload"})
+AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
+
+
+def validator_spec(table: MessageTable) -> ValidatorSpec | None:
+    """What the table's data schema validator and decoder are built from, when its language has them."""
+    s = table.data_schema
+    language = LANGUAGES.get(s.family) if s is not None else None
+    if language is not None and language.validator is not None:
+        return ValidatorSpec(s.family, s.content, s.document, s.type_name)
+    return None
+
+
+# -- one table's rows
+
+def _attribute(name: str, kind: str) -> Callable[[Record], Any]:
+    if name == "datacontenttype":  # the effective one: JSON format implies application/json
+        return lambda rec: rec.attrs.get(name) if rec.attrs.get(name) is not None else rec.fields.get("ce:datacontenttype")
+    if name == "time" or kind == "timestamp":
+        key = f"ce:{name}"
+        return lambda rec: rec.timestamp(key)
+    if kind in PARSERS:  # the parse the matcher's type rule applied (attributes.py)
+        return lambda rec: column_value(kind, rec.attrs.get(name))
+    return lambda rec: rec.attrs.get(name)
+
+
+class TableSpec:
+    """How a matched record becomes a row of one table."""
+
+    def __init__(self, table: MessageTable, plan: Plan):
+        self.table = table
+        self.name = table.name
+        message = table.message
+        self.expectations = suite_expectations(table, plan.strict)
+        self.suite = SuiteCheck(self.expectations)
+        covered = frozenset(e.id for e in self.expectations)
+        data = table.schema["data"]
+        self.payload = compile_payload(data.dataType, data.metadata, covered)
+        spec = validator_spec(table)
+        decoder = LANGUAGES[spec.family].decoder if spec else None
+        self.avro = decoder(spec) if decoder else None
+        document = (table.data_schema.document or table.data_schema.content) if table.data_schema else None
+        # the keywords jsonschema decides: those not compiled exactly, and every $ref when one
+        # recurses (its values are kept as JSON text, unchecked)
+        self.uncompiled = (uncompiled(document) | ({"$ref"} if keys.RECURSION in data.json() else set())
+                           if spec and spec.family == "jsonschema" else set())
+        self.jsonschema = jsonschema_validator(spec.content, spec.document) if self.uncompiled else None
+        is_ce = cloudevents.is_envelope(message.envelope)
+        declared = (set(message.attributes) | set(cloudevents.BY_NAME)) if is_ce else set()
+        placeholders = {f"placeholder_{n}": n for n in message.placeholders}
+        binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
+        ingested = plan.ingested_at
+        getters: list[Callable] = []
+        names = []
+        for f in table.schema.fields:
+            name = f.name
+            if name == PARTITION_COLUMN:
+                continue  # a partition value, not stored in the files
+            names.append(name)
+            if name == "data":
+                getters.append(None)
+            elif name == "other_attributes":
+                getters.append(lambda rec, m, d=declared: {k: v for k, v in rec.attrs.items() if k not in d})
+            elif name == "protocol":
+                getters.append(lambda rec, m: rec.protocol)
+            elif name == "protocol_metadata":
+                getters.append(lambda rec, m: rec.metadata_map())
+            elif name in binding_columns and name not in message.placeholders:
+                column = binding_columns[name]
+                getters.append(lambda rec, m, c=column: rec.metadata(c) if rec.binding is not None and c in rec.binding.columns else None)
+            elif name in ("source_file", "source_line", "source_fields"):
+                getters.append(None)  # lineage, filled in per record
+            elif name == "ingested_at":
+                getters.append(lambda rec, m: ingested)
+            elif name in placeholders or (name in message.placeholders and name not in declared):
+                getters.append(lambda rec, m, p=placeholders.get(name, name): m.placeholders.get(p))
+            elif name in declared:
+                decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}
+                get = _attribute(name, str(decl.get("type", "string")).lower())
+                getters.append(lambda rec, m, g=get: g(rec))
+            else:  # a column an older catalog version added: kept, null from now on
+                getters.append(lambda rec, m: None)
+        self.names = names
+        self.getters = getters
+        self.data_index = names.index("data")
+        self.file_index = names.index("source_file")
+        self.line_index = names.index("source_line")
+        self.fields_index = names.index("source_fields") if "source_fields" in names else None
+        self.schema = arrow_schema(table.schema, exclude=(PARTITION_COLUMN,))
+
+    def source(self, rec: Record) -> tuple[Any, bool]:
+        """(payload value or None, undecodable): Avro binary decoded with the definition's schema."""
+        if self.avro is not None and rec.data_b64 is not None and (rec.content_type or "").lower().startswith(AVRO_BINARY):
+            value = self.avro(rec.data_b64)
+            return (None, True) if value is MISSING else (value, False)
+        if rec.data is MISSING:
+            return None, rec.data_b64 is not None
+        if rec.payload_error is not None:
+            return None, True
+        return rec.data, False
+
+    def jsonschema_errors(self, value, native: list) -> list[tuple[str, str]]:
+        """jsonschema's findings that the native typing and checks do not report: those reached
+        through a keyword not compiled exactly (`payload.uncompiled`), but for the ones `native`
+        already names."""
+        errors = schema_errors(self.jsonschema, value)
+        if errors is None:
+            return [ENDLESS_REF]
+        seen = {rule for rule, _ in native}
+        found = []
+        for e in errors:
+            # jsonschema leaves `$ref` out of its paths: a $ref not compiled makes every error count
+            if "$ref" not in self.uncompiled and self.uncompiled.isdisjoint(map(str, e.absolute_schema_path)):
+                continue  # compiled exactly: the native checks found it
+            rule, message = jsonschema_rule(e)
+            if rule not in seen:
+                seen.add(rule)
+                found.append((rule, message))
+        return found
+
+    def row(self, rec: Record, m: Match, data, source_file: str, source_line: int) -> list:
+        values = [None if g is None else g(rec, m) for g in self.getters]
+        values[self.data_index] = data
+        values[self.file_index] = source_file
+        values[self.line_index] = source_line
+        return values
+
+
+@dataclass
+class Checked:
+    """A matched record typed for its table and checked (Classifier.typed)."""
+
+    spec: TableSpec
+    values: list  # the row, in the table's column order (without the partition column)
+    row: dict  # the same, by column name
+    type_errors: list
+    failed: list  # (expectation, value) of the ERROR expectations it fails
+    undecodable: bool
+
+    @property
+    def kept(self) -> bool:
+        return not (self.undecodable or self.type_errors or self.failed)
+
+
+class Classifier:
+    """The catalog compiled for one run: landed records in, table files out."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.matcher = CompiledCatalog([t.message for t in plan.tables], plan.strict)
+        self.specs: dict[int, TableSpec] = {}
+        self.validators: dict[int, Callable] = {}
+        self.deadletter_schema = arrow_schema(DEADLETTER_SCHEMA, exclude=(PARTITION_COLUMN,))
+        self.last_table: str | None = None  # the table the last row went to
+        self.writes_deadletter = plan.write is None or DEADLETTER_TABLE in plan.write
+        self.source(None, None)
+
+    def source(self, source_file: str | None, fields) -> None:
+        """The file the next records come from, with its path fields: their lineage, and for a
+        file of a Kafka topic's values (Kafka Connect), the topic, partition and first offset."""
+        self.fields = dict(fields) if fields else None
+        self.topic = self.fields.get("topic") if self.fields else None
+        name = source_file.rsplit("/", 1)[-1] if source_file else ""
+        self.origin = formats.connect_origin(name) if self.topic is not None else None
+
+    def source_file(self, piece: Piece) -> str:
+        """A piece's file as rows name it (`source_file`): below the landing root, shown escaped."""
+        return display_path(relative(self.plan.landing, piece.path) if self.plan.landing else piece.path)
+
+    def landed(self, obj, line: int):
+        """A landed JSON value as the record it is: a value of a Kafka topic's file that is no
+        record of its own is the Kafka record it was (formats.kafka_value_record)."""
+        if self.topic is None or isinstance(obj, list) or formats.is_kafka_record(obj):
+            return obj
+        return formats.kafka_value_record(obj, self.topic, self.origin, line)
+
+    def spec(self, idx: int) -> TableSpec:
+        spec = self.specs.get(idx)
+        if spec is None:
+            spec = self.specs[idx] = TableSpec(self.plan.tables[idx], self.plan)
+        return spec
+
+    def writes(self, name: str) -> bool:
+        return self.plan.write is None or name in self.plan.write
+
+    # -- one task
+    def run(self, task: str, pieces: Sequence[Piece]) -> TaskResult:
+        """Classify the records of one task's pieces and write their tables' files (`task`
+        names the files: task number and attempt)."""
+        def records() -> Iterator[tuple[str, int, Any]]:
+            for piece in pieces:
+                shown = self.source_file(piece)
+                self.source(shown, piece.fields)
+                for line, raw in read_piece(piece):
+                    yield shown, line, raw
+
+        return self._task(task, records(), self.classify)
+
+    def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
+        """Dead-letter rows of a day classified again (replay.py): a row of a reason the catalog
+        decides is its raw record classified anew, with its file and line; any other row is
+        kept as it is. `result.moved` counts, by old reason and table, the rows that now match."""
+        moved: dict[str, int] = {}
+
+        def again(source_file: str, line: int, row: dict) -> None:
+            if row["reason"] not in REPLAYED or row["raw"] is None:
+                self._add(DEADLETTER_TABLE, self.deadletter_schema, [row[f.name] for f in self.deadletter_schema])
+                return
+            self.last_table = None
+            self.source(source_file, row.get("source_fields"))
+            self.classify(source_file, line, row["raw"].encode())
+            if self.last_table not in (None, DEADLETTER_TABLE):
+                key = f"{row['reason']} -> {self.last_table}"
+                moved[key] = moved.get(key, 0) + 1
+
+        result = self._task(task, ((r["source_file"], r["source_line"], r) for r in rows), again)
+        result.moved = moved
+        return result
+
+    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable) -> TaskResult:
+        self.result = result = TaskResult()
+        for spec in self.specs.values():
+            spec.suite.reset()
+        with TaskOutput(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}") as self.output:
+            for source_file, line, raw in records:
+                result.records += 1
+                result.per_file[source_file] = result.per_file.get(source_file, 0) + 1
+                handle(source_file, line, raw)
+                self.output.bound()
+            result.files = self.output.write()  # one Parquet file per table the task fed
+        result.tallies = {spec.name: spec.suite.tally() for spec in self.specs.values() if spec.suite.used}
+        return result
+
+    def _add(self, name: str, schema: pa.Schema, values: list) -> None:
+        self.last_table = name  # where the record just classified went (replay counts the moves)
+        self.result.rows[name] = self.result.rows.get(name, 0) + 1
+        self.output.add(name, schema, values)
+
+    # -- one record
+    def deadletter(self, reason: str, detail: str | None, source_file: str, source_line: int, raw, rec: Record | None = None,
+                   candidates: list[str] | None = None, broken: list[str] | None = None) -> None:
+        self.result.deadletter[reason] = self.result.deadletter.get(reason, 0) + 1
+        if not self.writes_deadletter:
+            return
+        attrs = rec.attrs if rec is not None and rec.attrs is not None else {}
+        kind = rec.kind if rec is not None else ("malformed_json" if reason in NOT_JSON else None)
+        text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+        self._add(DEADLETTER_TABLE, self.deadletter_schema, DeadLetterRow(
+            reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
+            attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [], self.fields,
+        ))
+
+    def classify(self, source_file: str, line: int, raw) -> None:
+        if isinstance(raw, TooLarge):
+            self.deadletter("record_too_large", f"the record has {raw.size} bytes; the limit is {MAX_RECORD_BYTES} "
+                            f"(the first {len(raw.head)} are kept here)", source_file, line, raw.head)
+            return
+        if isinstance(raw, Corrupt):
+            self.deadletter("corrupt_file", raw.detail, source_file, line, None)
+            return
+        if isinstance(raw, Unsupported):
+            self.deadletter("unsupported_format", raw.detail, source_file, line, None)
+            return
+        try:
+            obj = self.landed(strictjson.loads(raw), line)
+        except strictjson.NotJson as exc:
+            self.deadletter(exc.reason, exc.detail, source_file, line, raw)
+            return
+        batch = batch_events(obj)
+        if batch is None:
+            self.classify_object(obj, source_file, line, raw)
+        elif not batch:
+            self.deadletter("not_an_event", "an HTTP batch (application/cloudevents-batch+json) holding no event",
+                            source_file, line, raw)
+        else:  # each event of the batch is a record, with the batch's line as its lineage
+            self.result.records += len(batch) - 1
+            self.result.per_file[source_file] = self.result.per_file.get(source_file, 0) + len(batch) - 1
+            for event in batch:
+                self.classify_object(event, source_file, line, orjson.dumps(event))
+
+    def classify_object(self, obj, source_file: str, line: int, raw) -> None:
+        rec = normalize(obj)
+        fault = record_fault(rec)
+        if fault is not None:
+            self.deadletter(*fault, source_file, line, raw, rec)
+            return
+        m = self.matcher.match(rec)
+        if m.status == MatchStatus.AMBIGUOUS:
+            m = self.resolve(rec, m)
+        if m.status != MatchStatus.MATCHED:
+            self.unmatched(rec, m, source_file, line, raw)
+            return
+        checked = self.typed(rec, m, source_file, line)
+        spec = checked.spec
+        candidates = [d.xid for d in m.candidates]
+        if not checked.kept:
+            spec.suite.rejected += 1
+        if checked.undecodable:
+            self.deadletter("malformed_payload", rec.payload_error or "the payload cannot be decoded", source_file, line, raw, rec, candidates)
+        elif not checked.kept:
+            detail, broken = failure_detail(checked.type_errors, checked.failed, MAX_ERRORS)
+            self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)
+        else:
+            spec.suite.kept(checked.row, source_file, line)
+            if self.writes(spec.name):
+                self._add(spec.name, spec.schema, checked.values)
+
+    def typed(self, rec: Record, m: Match, source_file: str, line: int) -> "Checked":
+        """A matched record as its table's row, typed as GX would see it (a value of the wrong
+        kind is null), with the ERROR expectations it fails: what the table gets if it is kept."""
+        spec = self.spec(m.winner.idx)
+        value, undecodable = spec.source(rec)
+        type_errors: list = []
+        data = spec.payload(value, type_errors)
+        values = spec.row(rec, m, data, source_file, line)
+        if spec.fields_index is not None:
+            values[spec.fields_index] = self.fields
+        row = dict(zip(spec.names, values))
+        found = spec.jsonschema_errors(value, type_errors) if spec.jsonschema is not None and value is not None else []
+        failed = spec.suite.check(row, type_errors + found, source_file, line)
+        named = {e.id for e, _ in failed}  # a required property the suite names already
+        type_errors += [f for f in found if f[0] not in named]
+        return Checked(spec, values, row, type_errors, failed, undecodable)
+
+    def matched_rows(self, pieces: Sequence[Piece]) -> dict[str, list["Checked"]]:
+        """Every record of the pieces that matches a definition, typed and checked but not
+        filtered, by table: the rows GX's own validation of the pass is compared with."""
+        out: dict[str, list[Checked]] = {}
+        for piece in pieces:
+            shown = self.source_file(piece)
+            self.source(shown, piece.fields)
+            for line, raw in read_piece(piece):
+                if not isinstance(raw, bytes):
+                    continue
+                try:
+                    obj = self.landed(strictjson.loads(raw), line)
+                except strictjson.NotJson:
+                    continue
+                for rec in map(normalize, batch_events(obj) or [obj]):
+                    if record_fault(rec) is not None:
+                        continue
+                    m = self.matcher.match(rec)
+                    m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
+                    if m.status == MatchStatus.MATCHED:
+                        checked = self.typed(rec, m, shown, line)
+                        out.setdefault(checked.spec.name, []).append(checked)
+        return out
+
+    def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:
+        candidates = [d.xid for d in m.candidates]
+        if m.status == MatchStatus.MISSING:
+            names = ", ".join(dict.fromkeys(k.split(":", 1)[1] for k in m.missing))
+            self.deadletter("missing_required_attribute", f"missing: {names}", source_file, line, raw, rec, candidates)
+        elif m.status == MatchStatus.AMBIGUOUS:
+            self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
+        else:
+            detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
+                      f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
+            self.deadletter("no_match", detail, source_file, line, raw, rec, candidates)
+
+    def resolve(self, rec: Record, m: Match) -> Match:
+        """Several candidates, none derived from the others: their data schemas decide."""
+        value = None if rec.data is MISSING else rec.data
+        valid, notes = [], []
+        for d in m.candidates:
+            check = self.validators.get(d.idx)
+            if check is None:
+                spec = validator_spec(self.plan.tables[d.idx])
+                if spec is None:
+                    notes.append(f"{d.xid}: no schema to decide with")
+                    continue
+                check = self.validators[d.idx] = LANGUAGES[spec.family].validator(spec)
+            problems = check(value)
+            if problems:
+                notes.append(f"{d.xid}: {problems[0]}")
+            else:
+                valid.append(d)
+        if len(valid) == 1:
+            return Match(MatchStatus.MATCHED, valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec)))
+        m.detail = f"{len(valid)} of {len(m.candidates)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else "")
+        return m
+
+
+_cache: dict = {}
+
+
+def classifier_for(plan: Plan) -> Classifier:
+    """One compiled classifier per run in a worker process (Python workers are reused across tasks)."""
+    key = plan.run
+    adopt(plan.storage)
+    if key not in _cache:
+        _cache.clear()
+        remove_dead_spills()
+        _cache[key] = Classifier(plan)
+    return _cache[key]

@@ -1,0 +1,157 @@
+"""An incremental run of a day: what landed since its last run, appended to the tables.
+
+The day's ledger (ledger.py) says what its runs have read; an increment classifies only the new
+files and the new complete lines of JSON lines files that grew, in the same tasks as a full run
+(tasks.py), and appends their files to the tables, each append carrying the increment as a Delta
+application transaction so that a stopped increment is finished, never committed twice. A day
+that cannot be continued gets a full run (day.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
+
+from pyspark.sql import SparkSession
+
+from . import ledger
+from ..catalog.model import Catalog
+from ..warehouse.deadletters import DEADLETTER_TABLE
+from .. import uris
+from ..landing.listing import list_day
+from ..landing.planning import pack
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
+from ..spark import is_session
+from ..warehouse.store import DeltaStore
+from .day import COMMIT_THREADS, classify_partition, day_run, ensure_deadletter
+from .plan import Plan, new_plan
+from .results import Merged, PartitionResult, table_quality
+from .tasks import execute, parallelism
+
+
+def classify_increment(
+    spark: SparkSession | Callable[[], SparkSession],
+    store: DeltaStore,
+    catalog: Catalog,
+    tables: Sequence[MessageTable],
+    landing: str,
+    day: dt.date,
+    *,
+    strict: bool = False,
+    ingested_at: dt.datetime | None = None,
+    local_bytes: int = 0,
+    layout: str = "day",
+    progress=lambda message: None,
+) -> PartitionResult:
+    """Classify what landed for `day` since its last run and append it to the tables: new files
+    and the new complete lines of JSON lines files that grew (ledger.py). A day without a
+    recorded run, or whose files changed otherwise, gets a full run (classify_partition), and
+    the result says why (`fallback`). The quality results and `stored` are the day's, over all
+    its increments; `tables` counts the rows this increment added."""
+    clock = time.perf_counter()
+    day_ledger = ledger.load(store.root, day)
+    listing = list_day(landing, day, layout)
+    pending = next((i for i in day_ledger["increments"] if not i["done"]), None) if day_ledger else None
+    why = "no run of the day is recorded" if day_ledger is None else None
+    pieces, reads = [], {}
+    if day_ledger is not None and pending is None:
+        pieces, reads, why = ledger.plan(day_ledger, listing.files)
+    if why is not None:
+        progress(f"{day}: a full run instead of an increment: {why}")
+        result = classify_partition(spark, store, catalog, tables, landing, day, strict=strict, ingested_at=ingested_at,
+                                    local_bytes=local_bytes, layout=layout, progress=progress)
+        result.kind, result.fallback = "full", why
+        result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
+        return result
+    plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=None, strict=strict,
+                    storage=uris.storage_environment(), landing=uris.normalize(landing))
+    if pending is not None:  # a run stopped before it finished: its very pieces again
+        progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
+        entry = pending
+        pieces = [ledger.from_json(p) for p in entry["pieces"]]
+    elif pieces:
+        entry = {"n": len(day_ledger["increments"]) + 1, "kind": "incremental", "run": plan.run, "reads": reads,
+                 "pieces": [ledger.as_json(p) for p in pieces], "done": False}
+        day_ledger["increments"].append(entry)
+        ledger.save(store.root, day, day_ledger)  # before any commit: a stopped run is finished from here
+    seconds = {"listing": time.perf_counter() - clock}
+    result = PartitionResult(partition=day.isoformat(), records=0)
+    result.kind = "incremental"
+    result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
+    result.read = {"files": len({p.path for p in pieces}), "bytes": sum(p.length for p in pieces)}
+    if pieces:
+        size = result.read["bytes"]
+        local = size <= local_bytes
+        session = None if local else (spark if is_session(spark) else spark())
+        tasks = pack([(p.length, p) for p in pieces],
+                     (os.cpu_count() or 2) if local else parallelism(session))
+        progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
+        with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
+            clock = time.perf_counter()
+            merged = execute(plan, tasks, session)
+            seconds["job"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+            _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result)
+            entry.update(merged.kept(), done=True)
+            ledger.save(store.root, day, day_ledger)
+            seconds["commits"] = time.perf_counter() - clock
+        result.records = entry["records"]
+        result.tasks = len(tasks)
+    else:
+        progress(f"{day}: nothing new since the last run")
+    result.day_records = sum(i.get("records", 0) for i in day_ledger["increments"] if i["done"])
+    _day_quality(plan, tables, day_ledger, result)
+    result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+    return result
+
+
+def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, app: str, n: int,
+            result: PartitionResult) -> None:
+    """One Delta append per table the increment fed (dead letters included), each carrying the
+    increment as application transaction `app` version `n`: a table whose log has it already
+    (a stopped run committed it) is not appended to again."""
+    written = merged.written
+    result.rows_added, result.deadletter, result.files = merged.rows, merged.deadletter, merged.per_file
+    fed = [t for t in tables if t.name in written]
+    with store.loaded_once():  # each table's log loaded once for the sync, the check and the append
+        sync_message_tables(store, fed)
+        if DEADLETTER_TABLE in written:
+            ensure_deadletter(store)
+        _append_each(store, plan, written, app, n, result)
+    for table in fed:
+        result.written.append(table.name)
+        result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
+    if DEADLETTER_TABLE in written:
+        result.written.append(DEADLETTER_TABLE)
+
+
+def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult) -> None:
+    day = plan.day
+
+    def append(name: str):
+        done = store.transaction_version(name, app)
+        if done is not None and done >= n:
+            store.remove_uncommitted(plan.run, day, [name])  # this run's copy of rows the log has
+            return name, None
+        return name, store.append_partition(name, written[name], PARTITION_COLUMN, day, transaction=(app, n))
+
+    with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(written), 1))) as pool:
+        for name, committed in pool.map(append, list(written)):
+            if committed is not None:
+                result.versions[name] = committed.version
+            result.stored[name] = committed.rows if committed is not None else None  # None: counted from the log
+
+
+def _day_quality(plan: Plan, tables: Sequence[MessageTable], day_ledger: dict, result: PartitionResult) -> None:
+    """Each table's expectations over the whole day: the tallies of all its increments merged."""
+    tallies: dict[str, list] = {}
+    for increment in day_ledger["increments"]:
+        if increment["done"]:
+            for name, found in increment.get("tallies", {}).items():
+                tallies.setdefault(name, []).extend(found)
+    for table in tables:
+        if table.name in tallies and table.name in result.written:
+            result.quality[table.name] = table_quality(table, tallies[table.name], plan.strict)

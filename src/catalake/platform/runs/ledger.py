@@ -1,0 +1,186 @@
+"""What the runs of a day have read: the ledger incremental runs go on from (issue 28).
+
+`<warehouse>/_catalake/increments/<day>.json` holds the day's `epoch` (the full run the ledger
+starts from) and its increments in order, each with what it read of every file: the byte it read
+up to (`end`), the line the next read starts at, whether it ended at a line break, a fingerprint
+of what it read (its size, its first and last 4 KiB), the pieces it was made of, and its counts
+and quality tallies. A full run of the day starts a new ledger (one increment: every file whole).
+
+An incremental run (increment.classify_increment) reads only what no increment read: new files,
+and the new complete lines of a JSON lines file that only grew. A file that disappeared, shrank,
+changed within what was read, grew after a last line without its line break, or grew while not
+being JSON lines, cannot be continued: the run is a full run of the day instead, and says why. A
+file listed with the size and modification time it was read at is taken as unchanged without
+reading it (on object storage, no request per file already read).
+
+Crash safety: the increment is written to the ledger (pending) before any table is committed;
+each table's append carries the Delta application transaction (`catalake:<day>:<epoch>`, the
+increment's number), so a run that finds a pending increment reads its very pieces again and
+commits only the tables whose log does not have it yet: no range is ever committed twice, none
+is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import uuid
+
+from pyarrow import fs as pafs
+
+from ..landing import formats
+from ..landing.listing import Landed, open_file
+from ..landing.planning import BLOCK, Piece, newlines
+from ..warehouse.files import filesystem_of
+
+LEDGER_DIR = "_catalake/increments"
+SAMPLE = 4096
+
+
+def _path(root: str, day: dt.date) -> tuple[pafs.FileSystem, str]:
+    filesystem, base = filesystem_of(root)
+    return filesystem, f"{base}/{LEDGER_DIR}/{day.isoformat()}.json"
+
+
+def load(root: str, day: dt.date) -> dict | None:
+    filesystem, path = _path(root, day)
+    try:
+        with filesystem.open_input_stream(path) as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return None
+
+
+def save(root: str, day: dt.date, ledger: dict) -> None:
+    """The ledger written whole (one PUT on object storage; a local file replaced atomically)."""
+    filesystem, path = _path(root, day)
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        staged = f"{path}.{uuid.uuid4().hex}.tmp"  # one per writer: two runs of a day may save at once
+        with filesystem.open_output_stream(staged) as out:
+            out.write(json.dumps(ledger).encode())
+        filesystem.move(staged, path)
+    else:
+        with filesystem.open_output_stream(path) as out:
+            out.write(json.dumps(ledger).encode())
+
+
+def forget(root: str, day: dt.date) -> None:
+    """The day is read anew (a full or subset run): no increment goes on from the old ledger."""
+    filesystem, path = _path(root, day)
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_file(path)
+
+
+def app_id(day: dt.date, epoch: str) -> str:
+    """The Delta application transaction id of the day's increments since full run `epoch`."""
+    return f"catalake:{day.isoformat()}:{epoch}"
+
+
+def fingerprint(path: str, end: int) -> tuple[str, bool]:
+    """What a read of [0, end) saw, in one open and two small reads: a digest of its size, first
+    and last 4 KiB; and whether it ends at a line break."""
+    digest = hashlib.sha256(str(end).encode())
+    with open_file(path) as f:
+        digest.update(f.read(min(SAMPLE, end)))
+        f.seek(max(0, end - SAMPLE))
+        tail = f.read(end - max(0, end - SAMPLE))
+    digest.update(tail)
+    return digest.hexdigest(), end == 0 or tail.endswith(b"\n")
+
+
+def last_line_end(path: str, start: int, size: int) -> int:
+    """The byte after the last line break in [start, size), or `start` when there is none (a
+    line still being written is left for a later run)."""
+    at = size
+    with open_file(path) as f:
+        while at > start:
+            begin = max(start, at - BLOCK)
+            f.seek(begin)
+            block = f.read(at - begin)
+            found = block.rfind(b"\n")
+            if found >= 0:
+                return begin + found + 1
+            at = begin
+    return start
+
+
+def count_lines(path: str, start: int, end: int) -> int:
+    with open_file(path) as f:
+        return newlines(f, start, end)
+
+
+def is_lines(path: str) -> bool:
+    from ..landing.listing import head_of
+
+    return formats.sniff(head_of(path), path.rsplit("/", 1)[-1]) == "lines"
+
+
+def record_full(root: str, day: dt.date, run: str, files: list[Landed], kept: dict) -> None:
+    """A new ledger after a full run of the day: every file read whole, as listed; `kept`: the
+    run's counts and quality tallies (results.Merged.kept)."""
+    reads = {}
+    for f in files:
+        seen, newline = fingerprint(f.path, f.size)
+        reads[f.path] = {"end": f.size, "line": None, "newline": newline, "fingerprint": seen, "modified": f.modified_ns}
+    save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
+        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **kept}]})
+
+
+def state(ledger: dict) -> dict[str, dict]:
+    """Per file, what the day's increments read of it (the last read wins)."""
+    out: dict[str, dict] = {}
+    for increment in ledger["increments"]:
+        out.update(increment["reads"])
+    return out
+
+
+def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict], str | None]:
+    """(pieces to read, what they read per file, None) for an increment; or ([], {}, why) when
+    the day cannot be continued and needs a full run."""
+    read = state(ledger)
+    landed = {f.path: f for f in files}
+    for path, before in read.items():
+        now = landed.get(path)
+        if now is None:
+            return [], {}, f"{path}: read before, gone now"
+        if now.size < before["end"]:
+            return [], {}, f"{path}: {now.size} bytes, {before['end']} read before"
+        if now.size == before["end"] and now.modified_ns and now.modified_ns == before.get("modified"):
+            continue  # not written to since it was read (no request on object storage)
+        if fingerprint(path, before["end"])[0] != before["fingerprint"]:
+            return [], {}, f"{path}: changed within the {before['end']} bytes read before"
+        if now.size > before["end"] and not before["newline"]:
+            return [], {}, f"{path}: grew after a last line without its line break"
+        if now.size > before["end"] and not is_lines(path):
+            return [], {}, f"{path}: grew, and only JSON lines files are read on from where they were"
+    pieces, reads = [], {}
+    for f in files:
+        before = read.get(f.path)
+        start = before["end"] if before else 0
+        if before is not None and f.size == start:
+            continue
+        if before is None and not is_lines(f.path):  # read whole, as a full run reads it
+            pieces.append(Piece(f.path, size=f.size, fields=f.fields))
+            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size)[0],
+                             "modified": f.modified_ns}
+            continue
+        end = last_line_end(f.path, start, f.size)
+        if end == start:
+            continue  # only an unfinished line: the next run's
+        line = (before["line"] if before and before["line"] is not None else 1 + count_lines(f.path, 0, start)) if start else 1
+        pieces.append(Piece(f.path, start, end, line, kind="lines", fields=f.fields))
+        reads[f.path] = {"end": end, "line": line + count_lines(f.path, start, end), "newline": True,
+                         "fingerprint": fingerprint(f.path, end)[0], "modified": f.modified_ns if end == f.size else None}
+    return pieces, reads, None
+
+
+def as_json(piece: Piece) -> list:
+    return [piece.path, piece.start, piece.end, piece.first_line, piece.size, piece.kind, [list(f) for f in piece.fields]]
+
+
+def from_json(row: list) -> Piece:
+    path, start, end, first, size, kind, fields = row
+    return Piece(path, start, end, first, size, kind, tuple(tuple(f) for f in fields))

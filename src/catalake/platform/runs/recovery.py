@@ -1,0 +1,223 @@
+"""Crash recovery, for partition runs and replays alike: run records, replay journals, the
+roll-forward of a stopped replay and the removal of orphan files.
+
+Executors write a run's Parquet files straight into its tables' partition folders, invisible to
+readers until the driver commits them, under names that carry the run (`part-<run>-...`). A
+failed run removes the files no commit took; a run that is killed (SIGKILL, a lost machine)
+removes nothing. So:
+
+* While it runs, a partition run or a replay is recorded in `<warehouse>/_catalake/runs/<run>.json`
+  (kind, host, driver pid, day). The next run or replay of the same day finds the records whose
+  process is gone and removes those runs' uncommitted files (`recover_day`). A record of another
+  host is left alone: whether its process still lives cannot be known from here, and a live run's
+  files must never be touched.
+* Before it commits, a replay writes the commits it is about to make to a journal
+  (`<warehouse>/_catalake/replays/<day>.json`: each table's files and version before, and the
+  rows it moves), and removes it once all are made. A replay stopped in between (killed, or a
+  commit that failed) leaves the journal, its files and its run record (kept while the journal
+  is there). The next replay of the day rolls it forward first (`roll_forward`: each commit whose
+  table is still at its version before, after checking that every file it names exists); a
+  partition run of the day replaces every table's partition from the landing zone and drops it.
+
+No recovery step ever deletes a file the day's journal names (`remove_orphans`): those are the
+roll-forward's to commit. A roll-forward whose files are gone fails naming the first missing file
+and commits nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import socket
+from typing import Iterator, Sequence
+
+import pyarrow.fs as pafs
+
+from ..errors import StorageError
+from ..warehouse.files import PARTITION_COLUMN, filesystem_of
+from ..warehouse.store import DeltaStore
+
+RUNS_DIR = "_catalake/runs"
+JOURNAL_DIR = "_catalake/replays"
+
+
+# -- run records
+
+def _runs_folder(root: str) -> tuple[pafs.FileSystem, str]:
+    filesystem, base = filesystem_of(root)
+    return filesystem, f"{base}/{RUNS_DIR}"
+
+
+@contextlib.contextmanager
+def recorded(root: str, run: str, day: dt.date, kind: str = "run") -> Iterator[None]:
+    """Record run `run` (kind "run": a partition run, or "replay") of `day` under the warehouse
+    `root` while the block runs. The record stays after the block while the day's journal is this
+    run's: the journal's files are the run's until the journal is rolled forward or dropped."""
+    filesystem, folder = _runs_folder(root)
+    filesystem.create_dir(folder, recursive=True)
+    path = f"{folder}/{run}.json"
+    record = {"run": run, "kind": kind, "day": day.isoformat(), "host": socket.gethostname(), "pid": os.getpid()}
+    with filesystem.open_output_stream(path) as out:
+        out.write(json.dumps(record).encode())
+    try:
+        yield
+    finally:
+        journal = journal_of(root, day)
+        if journal is None or journal.get("run") != run:
+            with contextlib.suppress(FileNotFoundError):
+                filesystem.delete_file(path)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs on this host (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): it exists
+
+
+def crashed(root: str, day: dt.date) -> list[str]:
+    """Runs and replays of `day` recorded by this host whose driver process no longer exists."""
+    filesystem, folder = _runs_folder(root)
+    if filesystem.get_file_info(folder).type != pafs.FileType.Directory:
+        return []
+    found = []
+    for info in filesystem.get_file_info(pafs.FileSelector(folder)):
+        if not info.base_name.endswith(".json"):
+            continue
+        try:
+            with filesystem.open_input_stream(info.path) as f:
+                record = json.loads(f.read())
+        except (OSError, ValueError):
+            continue  # being written, or not ours
+        if (record.get("day") == day.isoformat() and record.get("host") == socket.gethostname()
+                and not alive(int(record.get("pid", 0)))):
+            found.append(record["run"])
+    return sorted(found)
+
+
+def forget(root: str, run: str) -> None:
+    """Drop the record of a run once its files are removed (or committed)."""
+    filesystem, folder = _runs_folder(root)
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_file(f"{folder}/{run}.json")
+
+
+# -- the journal of a replay's commits
+
+def _journal_path(root: str, day: dt.date) -> tuple:
+    filesystem, base = filesystem_of(root)
+    return filesystem, f"{base}/{JOURNAL_DIR}", f"{base}/{JOURNAL_DIR}/{day.isoformat()}.json"
+
+
+def write_journal(root: str, day: dt.date, journal: dict) -> None:
+    filesystem, folder, path = _journal_path(root, day)
+    filesystem.create_dir(folder, recursive=True)
+    with filesystem.open_output_stream(path) as out:
+        out.write(json.dumps(journal).encode())
+
+
+def journal_of(root: str, day: dt.date) -> dict | None:
+    filesystem, _, path = _journal_path(root, day)
+    if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+        return None
+    with filesystem.open_input_stream(path) as stream:
+        return json.loads(stream.read())
+
+
+def remove_journal(root: str, day: dt.date) -> None:
+    filesystem, _, path = _journal_path(root, day)
+    if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+        filesystem.delete_file(path)
+
+
+def journal_files(journal: dict | None) -> set[str]:
+    """The file names a journal's commits add (each carries its run, so a name is unique)."""
+    if journal is None:
+        return set()
+    return {os.path.basename(rel) for commit in journal["commits"] for rel, *_ in commit["files"]}
+
+
+def journal_moves(journal: dict) -> dict[str, int]:
+    """What a journal's replay moved ("<reason> -> <table>" -> rows); for a journal written
+    before it said so, the rows its appends add."""
+    if "moved" in journal:
+        return dict(journal["moved"])
+    return {f"rolled forward -> {c['table']}": sum(rows for _, _, rows in c["files"])
+            for c in journal["commits"] if c["mode"] == "append" and c["files"]}
+
+
+def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
+    """Make each commit of the journal whose table is still at the version it had before (the
+    others were made); returns the tables committed now. Every file those commits name must
+    exist: otherwise nothing is committed and StorageError names the first missing file. A
+    commit that fails keeps its files (the journal still names them)."""
+    day = dt.date.fromisoformat(journal["day"])
+    pending = [c for c in journal["commits"] if store.version(c["table"]) == c["version"]]
+    missing = []
+    for commit in pending:
+        for rel, *_ in commit["files"]:
+            filesystem, path = filesystem_of(store.path(commit["table"]) + "/" + rel)
+            if filesystem.get_file_info(path).type != pafs.FileType.File:
+                missing.append(f"{commit['table']}/{rel}")
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise StorageError(
+            f"{day}: replay {journal['run']} cannot be finished: {missing[0]}{more}, named by its journal "
+            f"({JOURNAL_DIR}/{day.isoformat()}.json), does not exist; nothing was committed. Run the day again "
+            f"(`catalake run --date {day}`): a partition run replaces the day's tables and drops the journal")
+    made = []
+    for commit in pending:
+        if commit["mode"] == "append":
+            store.append_partition(commit["table"], commit["files"], PARTITION_COLUMN, day, keep_on_failure=True)
+        else:
+            store.commit_partition(commit["table"], commit["files"], PARTITION_COLUMN, day, keep_on_failure=True)
+        made.append(commit["table"])
+    return made
+
+
+# -- orphans, and the recovery of a day
+
+def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[str]) -> None:
+    """Remove the files run `run` wrote into partition `day` of these tables that no commit took,
+    except those the day's journal names."""
+    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.root, day)))
+
+
+def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replace: bool,
+                progress=lambda message: None) -> dict[str, int]:
+    """Before a partition run (`replace`: it replaces the day's partitions) or a replay of `day`:
+    a replay stopped while it committed is dropped (partition run) or finished (replay), then the
+    uncommitted files of every run or replay of the day whose process is gone are removed.
+    Returns what a finished replay moved ("<reason> -> <table>" -> rows)."""
+    moved: dict[str, int] = {}
+    journal = journal_of(store.root, day)
+    if journal is not None:  # the journal's tables too, should the catalog have dropped one since
+        names = list(dict.fromkeys([*names, *(c["table"] for c in journal["commits"])]))
+    if journal is not None and replace:  # this run replaces the day's partitions: its commits are moot
+        progress(f"{day}: dropping replay {journal['run']}, which was stopped while it committed")
+        remove_journal(store.root, day)  # first: its files are then orphans of a recorded run
+        remove_orphans(store, journal["run"], day, names)
+        forget(store.root, journal["run"])
+    elif journal is not None:
+        made = roll_forward(store, journal)
+        remove_journal(store.root, day)
+        remove_orphans(store, journal["run"], day, names)  # its files no commit took (task attempts)
+        forget(store.root, journal["run"])
+        moved = journal_moves(journal)
+        progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: "
+                 f"{', '.join(made) or 'none left'} ({sum(moved.values())} row(s) moved)")
+    for run in crashed(store.root, day):
+        progress(f"{day}: removing the uncommitted files of run {run}, whose process is gone")
+        remove_orphans(store, run, day, names)
+        forget(store.root, run)
+    return moved

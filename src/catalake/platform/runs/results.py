@@ -1,0 +1,96 @@
+"""What a run of a day reports: the tasks' summaries merged (`Merged`), the result of a full run
+or an increment (`PartitionResult`), and each table's expectations in the partition
+(`TableQuality`, from the tasks' quality tallies)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..warehouse.files import PartFile
+from ..warehouse.message_tables import MessageTable
+from ..quality.expectations import suite_expectations
+from ..quality.evaluation import Counts, ExpectationResult, merge_tallies, results
+
+
+@dataclass
+class TableQuality:
+    """A table's expectations in one partition, from the classification pass."""
+
+    table: MessageTable
+    results: list[ExpectationResult]
+    types: Counts  # the classifier's `type` rule: payload values of the wrong JSON kind
+    rejected: int  # records dead-lettered for breaking a rule (schema_violation, malformed_payload)
+
+
+@dataclass
+class PartitionResult:
+    partition: str
+    records: int
+    tables: dict[str, int] = field(default_factory=dict)  # message xid -> rows written
+    deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    written: list[str] = field(default_factory=list)  # warehouse table names overwritten
+    quality: dict[str, TableQuality] = field(default_factory=dict)  # table name -> expectations
+    files: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+    versions: dict[str, int] = field(default_factory=dict)  # table name -> Delta version committed
+    stored: dict[str, int | None] = field(default_factory=dict)  # table name -> the day's rows after its commit
+    skipped: list[str] = field(default_factory=list)  # landing paths not read (symbolic links)
+    ignored: list[str] = field(default_factory=list)  # landing paths that are not landed files
+    landing: str = "read"  # "missing": no folder of the day; "empty": its folders hold no file
+    tasks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds (listing, job, commits)
+    kind: str = "full"  # or "incremental" (classify_increment)
+    fallback: str | None = None  # why an incremental run was a full run
+    read: dict = field(default_factory=dict)  # files and bytes the run read
+    rows_added: dict[str, int] = field(default_factory=dict)  # table name -> rows an increment appended
+    day_records: int | None = None  # records the day's runs read, all increments together
+
+    @property
+    def records_of_day(self) -> int:
+        return self.records if self.day_records is None else self.day_records
+
+    def as_json(self) -> dict:
+        out = {"partition": self.partition, "landing": self.landing, "records": self.records,
+               "tables": self.tables, "deadletter": self.deadletter}
+        if self.kind == "incremental" or self.fallback:
+            out.update(kind=self.kind, fallback=self.fallback, records_of_day=self.records_of_day, read=self.read)
+        return out
+
+
+@dataclass
+class Merged:
+    """The tasks' summaries of one run added up, each task counted once."""
+
+    records: int = 0
+    tasks: int = 0
+    written: dict[str, list[PartFile]] = field(default_factory=dict)  # table -> Parquet files written
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows
+    tallies: dict[str, list] = field(default_factory=dict)  # table -> the tasks' quality tallies
+    deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
+    moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
+
+    @classmethod
+    def of(cls, summaries: list[dict]) -> "Merged":
+        merged = cls(tasks=len(summaries))
+        for s in summaries:
+            merged.records += s["records"]
+            for name, files in s["files"].items():
+                merged.written.setdefault(name, []).extend(PartFile(*f) for f in files)
+            for name, tally in s["tallies"].items():
+                merged.tallies.setdefault(name, []).append(tally)
+            for counts, into in ((s["rows"], merged.rows), (s["deadletter"], merged.deadletter), (s["per_file"], merged.per_file),
+                                 (s["moved"], merged.moved)):
+                for key, n in counts.items():
+                    into[key] = into.get(key, 0) + n
+        return merged
+
+    def kept(self) -> dict:
+        """What the day's ledger keeps of the run (ledger.py): counts and quality tallies."""
+        return {"records": self.records, "rows": self.rows, "deadletter": self.deadletter, "tallies": self.tallies}
+
+
+def table_quality(table: MessageTable, tallies: list, strict: bool) -> TableQuality:
+    """A table's expectations in a partition, from the tasks' tallies merged."""
+    expectations = suite_expectations(table, strict)
+    counts, types, rejected = merge_tallies(tallies, len(expectations))
+    return TableQuality(table, results(expectations, counts), types, rejected)

@@ -1,0 +1,135 @@
+"""How the tasks of a run execute: one Spark job, or local Python processes for a small day.
+
+A Spark job of a partition run or a replay is one `mapInArrow` (over task numbers, or over the
+day's dead-letter rows) whose function (`spark_tasks`) classifies on the executors and answers
+one JSON summary per task (`TASK_OUTPUT`); the driver merges them (results.Merged).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from ..landing.planning import Piece
+from ..errors import StorageError
+from .classifier import Classifier, classifier_for
+from .plan import Plan
+from .results import Merged
+from .taskio import TaskResult
+
+TASK_OUTPUT = "task int, json string"
+IN_PROCESS_BYTES = 8 << 20  # tasks reading at most this much run in the calling process
+
+
+def parallelism(spark: SparkSession) -> int:
+    """The cores the session's tasks run on (this machine's on Spark Connect)."""
+    try:
+        return max(int(spark.sparkContext.defaultParallelism), 1)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return os.cpu_count() or 2
+
+
+@contextmanager
+def job_group(spark: SparkSession, group: str, description: str):
+    """The job named in the Spark UI and event log (classic Spark only)."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        yield
+        return
+    context.setJobGroup(group, description)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
+
+
+def _import_engine(batches):
+    import pyarrow as pa
+
+    from . import classifier  # noqa: F401 - what a partition run's workers import first
+
+    for _ in batches:
+        yield pa.record_batch([pa.array([0], pa.int32())], names=["ready"])
+
+
+def warm_up(session: SparkSession) -> None:
+    """One tiny job over every core: the JVM compiles its first plan and the Python workers start
+    and import the engine, so the first real job of a run does not pay for it."""
+    try:
+        cores = max(int(session.sparkContext.defaultParallelism), 1)
+    except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
+        return
+    session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()
+
+
+Work = Callable[[Classifier, Iterator[pa.RecordBatch], int, int], Iterator[tuple[int, TaskResult]]]
+
+
+def spark_tasks(plan: Plan, work: Work):
+    """The function of a Spark job: on an executor, `work` takes the run's classifier and the
+    input of one Spark partition, with the partition's number and attempt, and yields (task
+    number, its result); each result goes back as one JSON summary (`TASK_OUTPUT`)."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        classifier = classifier_for(plan)
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        for task, result in work(classifier, batches, partition, attempt):
+            yield pa.record_batch([pa.array([task], pa.int32()), pa.array([json.dumps(result.summary())])],
+                                  names=["task", "json"])
+
+    return run
+
+
+def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
+    """The function of a partition run's Spark job: task ids in, one JSON summary per task out."""
+    def work(classifier: Classifier, batches: Iterator[pa.RecordBatch], partition: int, attempt: int):
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                yield task, classifier.run(f"{task}.{attempt}", tasks[task])
+
+    return spark_tasks(plan, work)
+
+
+def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
+    """One task in a local worker process (run_local)."""
+    plan, task, pieces = work
+    return classifier_for(plan).run(f"{task}.0", pieces).summary()
+
+
+def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
+    """The tasks of a small day in local Python processes: the same classifier and files as the
+    Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
+    threads, and delta-rs' runtime does not survive a fork). A few megabytes (an increment, a
+    quiet day) are classified in this process: starting two interpreters would cost more."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if sum(p.length for t in tasks for p in t) <= IN_PROCESS_BYTES:
+        return [_local_task((plan, i, t)) for i, t in enumerate(tasks)]
+
+    workers = min(len(tasks), os.cpu_count() or 2)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]))
+
+
+def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> Merged:
+    """The tasks' summaries merged: one Spark job, or local processes when there is no session."""
+    if not tasks:
+        return Merged()
+    if session is None:
+        return Merged.of(run_local(plan, tasks))
+    with job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
+        rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), TASK_OUTPUT).collect()
+    if sorted(r["task"] for r in rows) != list(range(len(tasks))):
+        raise StorageError(f"{plan.day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
+    return Merged.of([json.loads(r["json"]) for r in rows])

@@ -1,0 +1,140 @@
+"""The delta-rs commit protocol: the driver adds files already written (files.py) to a Delta
+table in one transaction.
+
+On S3, delta-rs (1.x) makes each commit with a conditional put (`If-None-Match`): two writers of
+one table never both create the same log entry, so no lock table is needed. A partition overwrite
+that loses that race to another commit is made again on the new snapshot (``commit``): the
+partition ends with exactly one writer's files.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from urllib.parse import unquote
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import AddAction, RemoveAction
+
+from .. import uris
+from ..errors import StorageError
+from .files import WrittenFile, partition_value, remove_files
+
+COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
+COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
+
+
+def _committed_version(table: DeltaTable, commit: str) -> int:
+    """The version a commit made: the snapshot a transaction starts from is not updated by it,
+    and other writers may have committed since (the log's newest entries are searched)."""
+    table.update_incremental()  # reads only the log entries added since the table was loaded
+    for limit in (1, 50):  # almost always the newest: each entry read is one request on object storage
+        for entry in table.history(limit):
+            if entry.get(COMMIT_KEY) == commit:
+                return int(entry["version"])
+    return table.version()
+
+
+def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version: int, mine: set[str],
+                       replace: dict) -> None:
+    """After a partition overwrite committed at `version` from the snapshot `read_version`: the
+    files another writer added to that partition in between were not in the snapshot, so the
+    overwrite did not remove them (delta-rs checks a transaction of given actions as a blind
+    append). They are removed now, in one more commit, so the partition holds exactly one
+    writer's rows. A writer that commits later does the same for these files: the last one wins.
+    `table` is left loaded at the newest version."""
+    if version <= read_version + 1:
+        return
+    (column, value), = replace.items()
+    filesystem, base = uris.filesystem(root)
+    added: set[str] = set()
+    for between in range(read_version + 1, version):
+        with filesystem.open_input_stream(f"{base}/_delta_log/{between:020d}.json") as log:
+            for line in log.read().splitlines():
+                action = json.loads(line).get("add")
+                if action and partition_value((action.get("partitionValues") or {}).get(column)) == value:
+                    added.add(unquote(action["path"]))
+    for attempt in range(COMMIT_ATTEMPTS):
+        table.update_incremental()
+        current = pa.table(table.get_add_actions(flatten=True)).to_pydict()
+        stale = [(p, n) for p, n in zip(current.get("path", []), current.get("size_bytes", [None] * len(current.get("path", []))))
+                 if unquote(p) in added and unquote(p) not in mine]
+        if not stale:
+            return
+        now = int(time.time() * 1000)
+        removes = [RemoveAction(path=p, data_change=True, deletion_timestamp=now, size=n, partition_values={column: value})
+                   for p, n in stale]
+        try:
+            table.create_write_transaction(removes, mode="append", schema=table.schema(),
+                                           partition_by=list(table.metadata().partition_columns) or None)
+            table.update_incremental()
+            return
+        except CommitFailedError:
+            if attempt + 1 == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
+           table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable]:
+    """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
+    returns the table's new version and the table as loaded at it (or later). `table`: the
+    table as just loaded (on object storage each load is several requests)."""
+    if replace:
+        (col, value), = replace.items()
+        stray = {f.partition_values.get(col) for f in files} - {value}
+        if stray:
+            remove_files(root, files)
+            raise StorageError(f"overwrite of partition {col}={value} in {root} got rows for {sorted(map(str, stray))}")
+    now = int(time.time() * 1000)
+    actions = [
+        AddAction(
+            path=f.path,
+            size=f.size,
+            partition_values=f.partition_values,
+            modification_time=now,
+            data_change=True,
+            stats=json.dumps({"numRecords": f.num_records}),
+        )
+        for f in files
+    ]
+    filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
+    commit = uuid.uuid4().hex
+    for attempt in range(COMMIT_ATTEMPTS):
+        if table is None or attempt:
+            table = DeltaTable(root, storage_options=uris.delta_options(root))
+        read_version = table.version()
+        try:
+            table.create_write_transaction(
+                actions,
+                mode="overwrite" if overwrite else "append",
+                schema=table.schema(),
+                partition_by=partition_by or None,
+                partition_filters=filters,
+                commit_properties=CommitProperties(
+                    custom_metadata={COMMIT_KEY: commit},
+                    app_transactions=[Transaction(*transaction)] if transaction else None),
+            )
+            version = _committed_version(table, commit)
+            if overwrite and replace:
+                _remove_concurrent(root, table, read_version, version, {f.path for f in files}, replace)
+            return version, table
+        except CommitFailedError:
+            # another writer committed first (delta-rs retried what it could): an overwrite is
+            # made again on the new snapshot, so the partition holds exactly these files; an
+            # append of a transaction another writer committed meanwhile is not made again
+            if transaction is not None:
+                done = DeltaTable(root, storage_options=uris.delta_options(root)).transaction_version(transaction[0])
+                if done is not None and done >= transaction[1]:
+                    raise AlreadyCommitted(f"{root}: transaction {transaction[0]} {transaction[1]} is committed") from None
+            if attempt + 1 == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+class AlreadyCommitted(StorageError):
+    """An append whose application transaction another writer committed first."""

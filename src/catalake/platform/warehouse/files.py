@@ -1,0 +1,210 @@
+"""The Parquet files of a Delta table that executors write, before the driver commits them
+(commit.py).
+
+Where the delta-rs backend writes a DataFrame (``write_files``), Spark executors write its Parquet
+files with Spark's own Parquet writer, and the driver moves them into the table's partition
+folders; event data never passes through the driver, only the list of written files does. On
+object storage (`s3://...`) Spark's own file sources cannot be used (its `s3a://` jars are not
+installable here), so executors write the files through pyarrow (``_write_files_remote``).
+
+A partition run writes differently (runs/day.py): its executors write every table's Parquet
+files themselves with pyarrow (``PartFiles``), straight into the partition folders under names
+that carry the run, and the driver commits each table's files (``DeltaStore.commit_partition``).
+Such a file travels to the driver as JSON in the task's summary, `[path relative to the table,
+size, rows]`, and becomes a ``WrittenFile`` where the store commits it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Iterable, NamedTuple, Sequence
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+from pyspark.sql import DataFrame
+
+from .. import uris
+from .arrowschemas import arrow_schema
+
+STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
+PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
+
+
+class PartFile(NamedTuple):
+    """A Parquet file an executor wrote into a table's partition folder. It travels in a task's
+    JSON summary and a replay's journal as `[path, size, rows]` (a named tuple is written as a list)."""
+
+    path: str  # relative to the table root
+    size: int
+    rows: int
+
+
+class WrittenFile(NamedTuple):
+    """A Parquet file written into a table's folder, as its Delta add action names it."""
+
+    path: str  # relative to the table root, as Delta's add action wants it
+    size: int
+    partition_values: dict[str, str | None]
+    num_records: int
+
+
+def partition_value(value) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[WrittenFile]:
+    """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
+    table; the driver then moves each file into its partition folder and reads its footer for
+    the row count. No row passes through the driver."""
+    if uris.is_remote(root):
+        return _write_files_remote(df, root, partition_by)
+    filesystem, base = filesystem_of(root)
+    staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    writer = df.write.mode("overwrite").option("compression", "zstd")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(f"{root.rstrip('/')}/{staging}")
+    written: list[WrittenFile] = []
+    try:
+        for info in filesystem.get_file_info(pafs.FileSelector(f"{base}/{staging}", recursive=True)):
+            if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+                continue  # _SUCCESS, .crc checksums
+            folder = os.path.relpath(os.path.dirname(info.path), f"{base}/{staging}")
+            parts = [] if folder == "." else folder.split("/")
+            values = {k: (None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)) for k, v in (x.split("=", 1) for x in parts)}
+            rows = pq.read_metadata(info.path, filesystem=filesystem).num_rows
+            if rows == 0:
+                continue  # Spark writes an empty file for an empty unpartitioned DataFrame
+            rel = "/".join([*parts, f"part-{uuid.uuid4().hex}.zstd.parquet"])
+            filesystem.create_dir(os.path.dirname(f"{base}/{rel}"), recursive=True)
+            filesystem.move(info.path, f"{base}/{rel}")
+            written.append(WrittenFile(path=rel, size=info.size, partition_values=values, num_records=rows))
+    except BaseException:
+        remove_files(root, written)
+        raise
+    finally:
+        filesystem.delete_dir(f"{base}/{staging}")
+    return written
+
+
+def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> list[WrittenFile]:
+    """Executors write the rows as Parquet with pyarrow straight into the table's partition
+    folders on object storage (Spark's own writer would need the store's Hadoop jars); only
+    the files' names, sizes and row counts come back. Files of failed task attempts, and of a
+    failed write, are removed (their names carry the write)."""
+    write_id = uuid.uuid4().hex[:12]
+    schema = arrow_schema(df.schema, exclude=partition_by)
+    storage = uris.storage_environment()
+
+    def write(batches):
+        from pyspark import TaskContext
+
+        uris.adopt(storage)
+        filesystem, base = uris.filesystem(root)
+        context = TaskContext.get()
+        task = f"{context.partitionId()}-{context.attemptNumber()}" if context is not None else "0-0"
+        open_files: dict[tuple, list] = {}  # partition values -> [writer, stream, relative path, rows]
+        try:
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                groups = [((), table)]
+                if partition_by:
+                    keys = table.select(partition_by).to_pylist()
+                    found: dict[tuple, list[int]] = {}
+                    for i, key in enumerate(keys):
+                        found.setdefault(tuple(partition_value(key[c]) for c in partition_by), []).append(i)
+                    groups = [(k, table.take(pa.array(rows))) for k, rows in found.items()]
+                for key, part in groups:
+                    entry = open_files.get(key)
+                    if entry is None:
+                        folder = "/".join(f"{c}={v if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in zip(partition_by, key))
+                        rel = "/".join(x for x in (folder, f"part-{write_id}-{task}-{len(open_files)}.zstd.parquet") if x)
+                        filesystem.create_dir(f"{base}/{rel}".rsplit("/", 1)[0], recursive=True)
+                        stream = filesystem.open_output_stream(f"{base}/{rel}")
+                        entry = open_files[key] = [pq.ParquetWriter(stream, schema, compression="zstd"), stream, rel, 0]
+                    entry[0].write_table(part.select(schema.names).cast(schema))
+                    entry[3] += part.num_rows
+        finally:
+            for writer, stream, _, _ in open_files.values():
+                writer.close()
+                stream.close()
+        written = [[rel, filesystem.get_file_info(f"{base}/{rel}").size, rows, dict(zip(partition_by, key))]
+                   for key, (_, _, rel, rows) in open_files.items()]
+        yield pa.record_batch([pa.array([json.dumps(written)])], names=["files"])
+
+    try:
+        rows = df.mapInArrow(write, "files string").collect()
+    except BaseException:
+        _remove_write(root, write_id)
+        raise
+    written = [WrittenFile(rel, size, values, n) for r in rows for rel, size, n, values in json.loads(r["files"])]
+    _remove_write(root, write_id, keep={f.path for f in written})
+    return written
+
+
+def _remove_write(root: str, write_id: str, keep: set[str] = frozenset()) -> None:
+    """The files of one executor write that are not in `keep` (failed attempts, a failed write)."""
+    filesystem, base = filesystem_of(root)
+    for info in filesystem.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True)):
+        rel = info.path[len(base):].lstrip("/")
+        if info.type == pafs.FileType.File and f"/part-{write_id}-" in f"/{rel}" and rel not in keep:
+            filesystem.delete_file(info.path)
+
+
+def filesystem_of(root: str):
+    """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
+    return uris.filesystem(root)
+
+
+def remove_files(root: str, files: Sequence[WrittenFile]) -> None:
+    filesystem, base = filesystem_of(root)
+    for f in files:
+        try:
+            filesystem.delete_file(f"{base}/{f.path}")
+        except OSError:
+            pass
+
+
+class PartFiles:
+    """Executor side: Parquet files of one partition of several tables, written straight into
+    each table's partition folder under names no other run uses (`part-<run>-<task>-<n>`). They
+    are invisible to every reader until the driver commits them (`DeltaStore.commit_partition`)."""
+
+    def __init__(self, warehouse: str, day, prefix: str):
+        self.filesystem, self.base = filesystem_of(warehouse)
+        self.folder = f"{PARTITION_COLUMN}={partition_value(day)}"
+        self.prefix = prefix
+        self.files: dict[str, list[PartFile]] = {}
+        self.count = 0
+
+    def write(self, table: str, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
+        """One Parquet file of the table's partition from its parts, streamed (memory holds one
+        part at a time; each is one or more row groups)."""
+        rel = f"{self.folder}/part-{self.prefix}-{self.count}.zstd.parquet"
+        self.count += 1
+        path = "/".join([self.base.rstrip("/"), *table.split("/"), rel])
+        if table not in self.files:
+            self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        rows = 0
+        with self.filesystem.open_output_stream(path) as out:
+            with pq.ParquetWriter(out, schema, compression="zstd") as writer:
+                for part in parts:
+                    writer.write_table(part)
+                    rows += part.num_rows
+            size = out.tell()
+        self.files.setdefault(table, []).append(PartFile(rel, size, rows))
+
+    def remove_written(self) -> None:
+        for table, files in self.files.items():
+            for rel, _, _ in files:
+                try:
+                    self.filesystem.delete_file("/".join([self.base.rstrip("/"), *table.split("/"), rel]))
+                except OSError:
+                    pass
+        self.files = {}

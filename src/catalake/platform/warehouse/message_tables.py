@@ -1,0 +1,279 @@
+"""The per-message Delta tables: one per message definition, its columns derived from the catalog.
+
+Columns, in order:
+* the CloudEvents envelope (CloudEvents definitions only): the core attributes, then every
+  extension attribute the definition declares, typed per its declaration (`time` timestamp);
+  `other_attributes` holds undeclared extension attributes as text;
+* one string column per uritemplate placeholder of the definition (`region`, `hubid`, ...);
+* `protocol` (how the record arrived) and the protocol metadata of the definition's protocol
+  (Kafka topic/partition/offset/key/timestamp/headers, MQTT topic/qos/retain/..., AMQP, HTTP,
+  NATS); a definition without a protocol applies to every binding and keeps `protocol_metadata`;
+* `data`: the payload, typed from the derived data schema;
+* lineage: `source_file`, `source_line`, `source_fields` (the layout's path fields), `ingested_at`;
+  the partition column `event_date`.
+
+CloudEvents attribute names are lower-case letters and digits only, so the columns with an
+underscore never collide with an attribute; a placeholder named like another column is stored as
+`placeholder_<name>`.
+
+Nullability: only what every stored record has is NOT NULL (the four required CloudEvents
+attributes, lineage, event_date). Everything else is nullable in Delta, and what the catalog
+requires is marked `catalake.required` in the column metadata; Delta cannot relax a NOT NULL
+column later, and the matcher and the expectation suites enforce `required` anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from ..records import cloudevents
+from ..catalog.model import Catalog, MessageDefinition
+from ..catalog.normalize import protocol_family
+from ..errors import CatalogError, Problem
+from ..catalog.rules import SCHEMA_SLOTS
+from ..records.protocols import BY_FAMILY, TEXT_MAP
+from .deadletters import SOURCE_FIELDS
+from .evolution import EvolutionError, plan_evolution
+from ..schemas.derive import spark_field
+from ..schemas.json_schema import EndlessReference, InvalidConstraint, NeverFollowed, SchemaError
+from ..schemas.references import DataSchema, resolve_data_schema
+from ..schemas.unions import JSON_STRING
+from .files import PARTITION_COLUMN
+from .store import DeltaStore
+from ..schemas import keys
+
+MESSAGES_PREFIX = "messages/"
+
+
+# CloudEvents attribute type system (spec "Type System") -> Spark
+ATTRIBUTE_TYPES: dict[str, DataType] = {
+    "boolean": BooleanType(),
+    "integer": IntegerType(),  # CloudEvents Integer is 32-bit signed
+    "string": StringType(),
+    "binary": BinaryType(),
+    "uri": StringType(),
+    "urireference": StringType(),
+    "uritemplate": StringType(),
+    "timestamp": TimestampType(),
+}
+
+LINEAGE_COLUMNS = [
+    StructField("source_file", StringType(), False, {"comment": "Landed file the record was read from, as a path below the landing root (CATALAKE_LANDING)."}),
+    StructField("source_line", LongType(), False, {"comment": "Line (JSON lines), element (batch) or record (Avro, Parquet) number in the file, from 1."}),
+    StructField("source_fields", TEXT_MAP, True, {"comment": SOURCE_FIELDS}),
+    StructField("ingested_at", TimestampType(), False, {"comment": "When the partition run that wrote the row started."}),
+    StructField(PARTITION_COLUMN, DateType(), False, {"comment": "Landing partition (day) the record came from."}),
+]
+
+
+@dataclass(frozen=True)
+class MessageTable:
+    message: MessageDefinition
+    schema: StructType
+    data_schema: DataSchema | None
+
+    @property
+    def name(self) -> str:
+        """Name in the warehouse (the folder under its root)."""
+        return MESSAGES_PREFIX + self.message.table_name
+
+    @property
+    def description(self) -> str:
+        text = self.message.get("description") or self.message.get("name") or self.message.message_id
+        return f"{text} ({self.message.xid})"
+
+
+def _meta(description: str | None, required: bool = False, extra: dict | None = None) -> dict:
+    meta = dict(extra or {})
+    if description:
+        meta["comment"] = description
+    if required:
+        meta[keys.REQUIRED] = True
+    return meta
+
+
+def relax(dtype: DataType) -> DataType:
+    """dtype with every nested field nullable and `catalake.required` marking what was not."""
+    if isinstance(dtype, StructType):
+        return StructType([
+            StructField(f.name, relax(f.dataType), True, {**f.metadata, keys.REQUIRED: True} if not f.nullable else f.metadata)
+            for f in dtype.fields
+        ])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(relax(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(dtype.keyType, relax(dtype.valueType), True)
+    return dtype
+
+
+def envelope_columns(message: MessageDefinition) -> list[StructField]:
+    if not cloudevents.is_envelope(message.envelope):
+        return []
+    declared = message.attributes
+    columns = []
+    names = list(cloudevents.BY_NAME) + [n for n in declared if n not in cloudevents.BY_NAME]
+    for name in names:
+        decl = declared.get(name) if isinstance(declared.get(name), dict) else {}
+        known = cloudevents.BY_NAME.get(name)
+        description, always = (known.description, known.required) if known else (None, False)
+        dtype = ATTRIBUTE_TYPES.get(str(decl.get("type", "string")).lower(), StringType())
+        if name == "time":
+            dtype = TimestampType()
+        comment = decl.get("description") or description or f"Extension attribute '{name}'."
+        if always:
+            columns.append(StructField(name, dtype, False, _meta(comment)))
+        else:
+            columns.append(StructField(name, dtype, True, _meta(comment, bool(decl.get("required")))))
+    columns.append(StructField("other_attributes", TEXT_MAP, True, _meta("Extension attributes the definition does not declare, as text.")))
+    return columns
+
+
+def placeholder_columns(message: MessageDefinition, taken: set[str]) -> list[StructField]:
+    columns = []
+    for name in message.placeholders:
+        column = name if name not in taken else f"placeholder_{name}"
+        columns.append(StructField(column, StringType(), True, _meta(f"Value of the uritemplate placeholder {{{name}}}.")))
+    return columns
+
+
+def protocol_columns(message: MessageDefinition) -> list[StructField]:
+    columns = [StructField("protocol", StringType(), True, _meta("Protocol binding the record arrived by (null: CloudEvents JSON without one)."))]
+    binding = BY_FAMILY.get(protocol_family(message.protocol) or "")
+    if binding is not None:
+        columns += [StructField(c.name, c.dtype, True, _meta(c.comment)) for c in binding.columns]
+    else:
+        columns.append(StructField("protocol_metadata", TEXT_MAP, True, _meta("Protocol metadata of the record (topic, partition, ...), as text.")))
+    return columns
+
+
+def data_column(message: MessageDefinition, data_schema: DataSchema | None) -> StructField:
+    if data_schema is None:
+        return StructField("data", StringType(), True, _meta("Payload as JSON text (the definition declares no data schema).", extra=JSON_STRING))
+    if data_schema.family == "xsd":
+        return StructField("data", StringType(), True, _meta(f"Payload as XML text ({data_schema.reference or 'inline XSD'}).", extra={keys.XML: True}))
+    dtype, nullable, meta = spark_field(data_schema)
+    where = data_schema.reference or "inline schema"
+    return StructField("data", relax(dtype), True, _meta(f"Payload, typed from {data_schema.format or data_schema.family} {where}.",
+                                                         not nullable, meta))
+
+
+def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[Path]) -> MessageTable:
+    """The table of one definition. A data schema that cannot be resolved or mapped (SchemaError,
+    naming the message and the reference) leaves `data` as JSON text, with the error recorded in
+    the column's metadata: the definition still filters records, they are just not typed."""
+    try:
+        data_schema = resolve_data_schema(message, catalog.schemagroups, roots)
+        data = data_column(message, data_schema)
+    except (NeverFollowed, InvalidConstraint):
+        raise
+    except SchemaError as exc:
+        data_schema = None
+        data = StructField("data", StringType(), True, _meta(
+            "Payload as JSON text: the data schema is unavailable.", extra={**JSON_STRING, keys.SCHEMA_ERROR: str(exc)}))
+    envelope = envelope_columns(message)
+    protocol = protocol_columns(message)
+    taken = {f.name for f in envelope + protocol + LINEAGE_COLUMNS} | {"data"}
+    fields = envelope + placeholder_columns(message, taken) + protocol + [data] + LINEAGE_COLUMNS
+    return MessageTable(message, StructType(fields), data_schema)
+
+
+def schema_problems(tables: Sequence[MessageTable]) -> list[Problem]:
+    """The data schemas that could not be derived (the payload kept as JSON text), as warnings
+    naming the file and the message."""
+    return [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
+                    t.schema["data"].metadata[keys.SCHEMA_ERROR], "warning")
+            for t in tables if keys.SCHEMA_ERROR in t.schema["data"].metadata]
+
+
+def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
+    """The data schemas that could not be derived, each naming the message and the reference."""
+    return [p.message for p in schema_problems(tables)]
+
+
+def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
+    """Every definition's table, and the warnings of the definitions whose schema does not derive.
+    A reference to the network or outside the roots, or a constraint its keyword does not allow,
+    is a CatalogError naming every such one."""
+    tables, forbidden = [], []
+    for message in catalog:
+        try:
+            tables.append(message_table(message, catalog, roots))
+        except (NeverFollowed, InvalidConstraint) as exc:
+            slot = next((k for k in SCHEMA_SLOTS if k in message.definition), "dataschema")
+            rule = ("schema-reference-forbidden" if isinstance(exc, NeverFollowed) else
+                    "schema-reference-endless" if isinstance(exc, EndlessReference) else "schema-constraint-invalid")
+            forbidden.append(Problem(message.source_file, f"{message.source_pointer}/{slot}", rule, str(exc)))
+    if forbidden:
+        raise CatalogError(forbidden)
+    return tables, schema_warnings(tables)
+
+
+def table_fingerprint(table: MessageTable) -> str:
+    """Changes exactly when the resolved definition or the schema derived for its table does
+    (the message asset's code version: Dagster shows what a catalog change affects)."""
+    return hashlib.sha256(f"{table.message.fingerprint}|{table.schema.json()}".encode()).hexdigest()[:16]
+
+
+def catalog_fingerprint(tables: Sequence[MessageTable]) -> str:
+    """Changes exactly when a definition or the schema derived for its table does."""
+    digest = hashlib.sha256()
+    for table in sorted(tables, key=lambda t: t.message.xid):
+        digest.update(f"{table.message.xid}|{table_fingerprint(table)}\n".encode())
+    return digest.hexdigest()
+
+
+def definition_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, list[str]]:
+    """added / changed / removed definitions (by xid) between two {xid: table_fingerprint}."""
+    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
+            "changed": sorted(x for x in set(after) & set(before) if after[x] != before[x])}
+
+
+def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> dict[str, list[str] | str]:
+    """Create missing tables and add new nullable columns to existing ones.
+
+    Every change is checked first: one refused evolution (EvolutionError, naming table, column,
+    old and new type) leaves every table untouched. Returns, per table, "created", "unchanged"
+    or the list of added column paths.
+    """
+    plans: dict[str, list[str] | None] = {}
+    refusals = []
+    for table in tables:
+        if not store.exists(table.name):
+            plans[table.name] = None
+            continue
+        try:
+            plans[table.name] = plan_evolution(table.name, store.spark_schema(table.name), table.schema)
+        except EvolutionError as exc:
+            refusals += exc.refusals
+    if refusals:
+        raise EvolutionError(refusals)
+    outcome: dict[str, list[str] | str] = {}
+    for table in tables:
+        added = plans[table.name]
+        if added is None:
+            store.create(table.name, table.schema, partition_by=[PARTITION_COLUMN], description=table.description)
+            outcome[table.name] = "created"
+        elif added:
+            store.add_columns(table.name, table.schema)
+            outcome[table.name] = added
+        else:
+            outcome[table.name] = "unchanged"
+    return outcome

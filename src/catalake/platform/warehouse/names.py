@@ -1,0 +1,70 @@
+"""Analysts' names for the warehouse tables, the same in Spark SQL, dbt sources, DuckDB and Polars:
+`<group>__<message>` for each per-message table, `deadletter`, `catalog_messages`."""
+
+from __future__ import annotations
+
+import os
+
+from deltalake import DeltaTable
+from pyarrow import fs as pafs
+from pyspark.sql import DataFrame, SparkSession
+
+from .. import uris
+from .catalog_table import CATALOG_TABLE
+from .deadletters import DEADLETTER_TABLE
+from .message_tables import MESSAGES_PREFIX
+from .store import DeltaStore
+
+
+def analyst_name(table: str) -> str:
+    """Warehouse table (`messages/x`, `deadletter`, `catalog/messages`) -> its SQL name."""
+    if table.startswith(MESSAGES_PREFIX):
+        return table[len(MESSAGES_PREFIX):]
+    return table.replace("/", "_")
+
+
+def warehouse_tables(root: str | os.PathLike) -> dict[str, str]:
+    """SQL name -> warehouse table, for every Delta table under the warehouse root (a folder or a URI)."""
+    root = uris.normalize(root)
+    filesystem, base = uris.filesystem(root)
+    found = {}
+    candidates = [CATALOG_TABLE, DEADLETTER_TABLE]
+    messages = filesystem.get_file_info(pafs.FileSelector(f"{base}/{MESSAGES_PREFIX.rstrip('/')}", allow_not_found=True))
+    candidates += sorted(MESSAGES_PREFIX + i.base_name for i in messages if i.type == pafs.FileType.Directory)
+    for table in candidates:
+        if DeltaTable.is_deltatable(uris.join(root, table), storage_options=uris.delta_options(root)):
+            found[analyst_name(table)] = table
+    return found
+
+
+def register_tables(spark: SparkSession, store: DeltaStore) -> dict[str, str]:
+    """Every warehouse table as a Spark temporary view under its SQL name."""
+    tables = warehouse_tables(store.root)
+    for name, table in tables.items():
+        store.read(table).createOrReplaceTempView(name)
+    return tables
+
+
+def duckdb_sql(warehouse: str, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows) of a DuckDB query over the warehouse tables it names, each read as the
+    Arrow dataset of its current Delta snapshot (deltalake; no JVM, object storage included).
+    Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline."""
+    import re
+
+    import duckdb
+
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
+    options = uris.delta_options(warehouse)
+    with duckdb.connect() as con:
+        for name, table in warehouse_tables(warehouse).items():
+            if name in words:
+                con.register(name, DeltaTable(uris.join(warehouse, table), storage_options=options).to_pyarrow_dataset())
+        result = con.sql(query)
+        if result is None:
+            return [], []
+        return result.columns, (result.limit(limit) if limit is not None else result).fetchall()
+
+
+def sql(spark: SparkSession, store: DeltaStore, query: str) -> DataFrame:
+    register_tables(spark, store)
+    return spark.sql(query)

@@ -1,0 +1,325 @@
+"""Delta tables for the warehouse: ``DeltaStore``, named tables under one root (a local folder
+or a URI: uris.py).
+
+The store names the tables, holds their snapshots (``loaded_once``) and checks every write; its
+backend (backends.py: delta-spark or delta-rs) creates, evolves, writes and reads them. Either
+way every write is one Delta commit. On object storage delta-rs commits with the store's
+settings (commit.py).
+
+A partition run's executors write every table's Parquet files themselves (files.py:
+``PartFiles``), and the driver commits each table's files (``commit_partition``,
+``append_partition``) through delta-rs, on both backends: no Spark job per table. Files no commit
+took are removed by their run (``remove_uncommitted``), or after a crash by the next run of the
+day (runs/recovery.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+from pyarrow import fs as pafs
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from .. import uris
+from ..errors import StorageError
+from ..sql import ident
+from .backends import backend_for, backend_without_session, choose_backend, spark_schema
+from .commit import AlreadyCommitted, commit
+from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, partition_value, remove_files
+
+# A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
+# of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
+# 0.5 s over a day of 100 increments; benchmarks/RESULTS.md)
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+
+
+class DeltaStore:
+    """The warehouse: named Delta tables (``catalog/messages``) under one root."""
+
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession], root: str | os.PathLike, backend: str = "auto",
+                 *, master: str | None = None, conf: dict | None = None):
+        """`spark`: the session, or a function starting it when first needed; with the session's
+        `master` and `conf`, a store whose backend they decide (backend_without_session) does
+        not wait for Spark until a table is read or written through it."""
+        from ..spark import is_session
+
+        self._spark = spark if is_session(spark) else None
+        self._start = None if self._spark is not None else spark
+        self._configured = False
+        self.root = uris.normalize(root)
+        self.options = uris.delta_options(self.root)
+        self._loaded: dict[str, DeltaTable] | None = None  # see loaded_once
+        known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
+        self._backend = backend_for(known or choose_backend(self._session(), backend, self.root), lambda: self.spark,
+                                    self.options)
+        if self._spark is not None:
+            self.spark  # noqa: B018 - the session's settings for this backend, before any write
+
+    def _session(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = self._start()
+        return self._spark
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session, started now if it was not, with this backend's settings."""
+        session = self._session()
+        if not self._configured:
+            self._configured = True
+            self._backend.configure(session)
+        return session
+
+    @property
+    def backend(self) -> str:
+        """The backend's name: one of backends.BACKENDS."""
+        return self._backend.name
+
+    # -- naming
+    def path(self, name: str) -> str:
+        return uris.join(self.root, *name.split("/"))
+
+    def exists(self, name: str) -> bool:
+        if self._loaded is not None and name in self._loaded:
+            return True
+        return DeltaTable.is_deltatable(self.path(name), storage_options=self.options)
+
+    def _table(self, name: str) -> DeltaTable:
+        loaded = self._loaded
+        if loaded is not None and name in loaded:
+            return loaded[name]
+        try:
+            table = DeltaTable(self.path(name), storage_options=self.options)
+        except Exception as exc:  # noqa: BLE001 - delta-rs says "not found" differently per store
+            if isinstance(exc, TableNotFoundError) or not self.exists(name):
+                raise StorageError(f"no Delta table {name!r} at {self.path(name)}") from None
+            raise
+        if loaded is not None:
+            loaded[name] = table
+        return table
+
+    @contextmanager
+    def loaded_once(self) -> Iterator[None]:
+        """Within the block each table's log is loaded once and the same snapshot serves every
+        read of it (a partition run's sync, commit and count: on object storage each load is
+        several requests); a commit brings it up to date, and creating or evolving a table
+        drops it."""
+        self._loaded = {}
+        try:
+            yield
+        finally:
+            self._loaded = None
+
+    def _forget(self, name: str) -> None:
+        if self._loaded is not None:
+            self._loaded.pop(name, None)
+
+    # -- create
+    def create(
+        self,
+        name: str,
+        schema: StructType,
+        partition_by: Sequence[str] = (),
+        description: str | None = None,
+    ) -> bool:
+        """Create the table if it does not exist. Returns True when it was created.
+
+        An existing table with a different schema is an error here; evolving a table is the
+        caller's decision, never a side effect of create.
+        """
+        path = self.path(name)
+        self._forget(name)
+        if self.exists(name):
+            current = self.spark_schema(name)
+            if current.simpleString() != schema.simpleString():
+                raise StorageError(
+                    f"table {name!r} exists with schema {current.simpleString()}, asked for {schema.simpleString()}"
+                )
+            return False
+        if not uris.is_remote(path):
+            os.makedirs(path, exist_ok=True)
+        if not self._backend.create(path, name, schema, partition_by, description, TABLE_PROPERTIES):
+            # another run of the day created it first: checked as above
+            return self.create(name, schema, partition_by, description)
+        return True
+
+    def add_columns(self, name: str, schema: StructType) -> None:
+        """Evolve the table to `schema` (its columns plus new nullable ones, at any depth) in one
+        metadata-only commit. Which changes are allowed is decided before (platform.evolution)."""
+        self._forget(name)
+        self._backend.add_columns(self.path(name), schema)
+
+    # -- writes
+    def append(self, name: str, df: DataFrame) -> None:
+        self._write(name, df, mode="append")
+
+    def overwrite(self, name: str, df: DataFrame) -> None:
+        """Replace the whole table's content in one commit."""
+        self._write(name, df, mode="overwrite")
+
+    def overwrite_rows(self, name: str, rows: Sequence[dict]) -> None:
+        """Replace a small metadata table's content (the catalog) with rows built on the driver,
+        in one commit: no Spark job (and no wait for Spark) where delta-rs writes. Never for
+        event data, which executors write."""
+        self._backend.overwrite_rows(self._table(name), self.path(name), list(rows))
+
+    def overwrite_partition(self, name: str, df: DataFrame, column: str, value) -> None:
+        """Replace one partition (replaceWhere semantics); other partitions are untouched.
+
+        Rows outside the partition are an error, and an empty DataFrame empties the partition.
+        """
+        self._write(name, df, mode="overwrite", replace={column: partition_value(value)})
+
+    def _write(self, name: str, df: DataFrame, mode: str, replace: dict | None = None) -> None:
+        self.spark  # noqa: B018 - the session's settings for this backend (a lazy store's first use)
+        table = self._table(name)  # one snapshot for schema, partitioning and the check below
+        schema = spark_schema(table)
+        partition_by = list(table.metadata().partition_columns)
+        if replace and next(iter(replace)) not in partition_by:
+            raise StorageError(f"{next(iter(replace))!r} is not a partition column of {name!r}")
+        missing = [f.name for f in schema if f.name not in df.columns]
+        extra = [c for c in df.columns if c not in schema.fieldNames()]
+        if missing or extra:
+            raise StorageError(f"writing {name!r}: columns missing {missing}, not in table {extra}")
+        # Align order and types with the table. Where only nullability differs nothing is cast:
+        # rows read back from Parquet (a scratch spill) are nullable at every level, and Spark
+        # cannot cast a nullable array element to a non-null one. The commit keeps the table's
+        # own schema either way.
+        given = {f.name: f.dataType for f in df.schema}
+        df = df.select([
+            F.col(ident(f.name)) if given[f.name].simpleString() == f.dataType.simpleString()
+            else F.col(ident(f.name)).cast(f.dataType).alias(f.name)
+            for f in schema
+        ])
+        self._backend.write(df, self.path(name), partition_by, mode, replace)
+
+    def commit_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
+                         keep_on_failure: bool = False) -> "Committed":
+        """Replace partition `column=value` of a table with Parquet files already written into it
+        (`PartFile`s), in one Delta commit; no files
+        empties the partition. The files are removed when the commit fails, unless
+        `keep_on_failure` (a replay's journal names them). Returns the new version and the
+        partition's rows in the table as loaded after the commit (no log read again)."""
+        written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
+        path = self.path(name)
+        try:
+            table = self._table(name)
+            if column not in table.metadata().partition_columns:
+                raise StorageError(f"{column!r} is not a partition column of {name!r}")
+            version, table = commit(path, written, [column], {column: partition_value(value)}, overwrite=True,
+                                    table=table)
+        except BaseException:
+            if not keep_on_failure:
+                remove_files(path, written)
+            raise
+        return Committed(version, _snapshot_rows(table, column, value))
+
+    def append_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
+                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> "Committed | None":
+        """Add Parquet files already written into partition `column=value` (PartFiles) to a
+        table, in one Delta commit, keeping the rows there. The files are removed when the commit
+        fails, unless `keep_on_failure`. `transaction`: (application id, version), recorded in
+        the same commit (Delta's idempotent writes; transaction_version). Returns the new version
+        and the partition's rows as loaded after the commit, or None when another writer committed
+        that transaction first (this one's files removed)."""
+        written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
+        path = self.path(name)
+        try:
+            version, table = commit(path, written, [column], None, overwrite=False, transaction=transaction,
+                                    table=self._table(name) if self._loaded is not None else None)
+            return Committed(version, _snapshot_rows(table, column, value))
+        except AlreadyCommitted:
+            remove_files(path, written)  # the rows are in the table: another run's copy of them
+            return None
+        except BaseException:
+            if not keep_on_failure:
+                remove_files(path, written)
+            raise
+
+    def transaction_version(self, name: str, app_id: str) -> int | None:
+        """The last version of application transaction `app_id` committed to a table, or None."""
+        if not self.exists(name):
+            return None
+        return self._table(name).transaction_version(app_id)
+
+    def remove_uncommitted(self, run: str, day, names: Sequence[str], keep: Iterable[str] = ()) -> None:
+        """Remove the files run `run` wrote into partition `day` of these tables that no commit
+        references (a failed run, a failed or duplicate task attempt), but for the file names in
+        `keep` (those a replay's journal names: recovery.remove_orphans). Other runs' files are
+        never touched: every file name carries its run."""
+        keep = set(keep)
+        folder = f"{PARTITION_COLUMN}={partition_value(day)}"
+        prefix = f"part-{run}-"
+        for name in names:
+            filesystem, base = filesystem_of(f"{self.path(name)}/{folder}")
+            if filesystem.get_file_info(base).type != pafs.FileType.Directory:
+                continue
+            mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base))
+                    if i.base_name.startswith(prefix) and i.base_name not in keep]
+            if not mine:
+                continue
+            live = {os.path.basename(u) for u in self._table(name).file_uris()} if self.exists(name) else set()
+            for info in mine:
+                if info.base_name not in live:
+                    filesystem.delete_file(info.path)
+
+    def has_partition(self, name: str, day: dt.date) -> bool:
+        """Whether the table may hold rows of `day` (a cheap folder check on local warehouses; a
+        false positive only costs an overwrite with nothing)."""
+        filesystem, path = uris.filesystem(uris.join(self.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
+        return filesystem.get_file_info(path).type == pafs.FileType.Directory
+
+    def partition_rows(self, name: str, column: str, value) -> int:
+        """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
+        where a file has none)."""
+        rows = _snapshot_rows(self._table(name), column, value)
+        if rows is None:
+            return self.read(name).where(F.col(column) == F.lit(partition_value(value))).count()
+        return rows
+
+    # -- reads
+    def partition_columns(self, name: str) -> list[str]:
+        return list(self._table(name).metadata().partition_columns)
+
+    def spark_schema(self, name: str) -> StructType:
+        return spark_schema(self._table(name))
+
+    def read(self, name: str) -> DataFrame:
+        """The table's current snapshot as a Spark DataFrame."""
+        return self._backend.read(self.path(name), lambda: self._table(name))
+
+    def read_arrow(self, name: str) -> pa.Table:
+        return self._table(name).to_pyarrow_table()
+
+    def history(self, name: str) -> list[dict]:
+        """Commits, newest first (Delta's own commit info)."""
+        return self._table(name).history()
+
+    def version(self, name: str) -> int:
+        return self._table(name).version()
+
+
+@dataclass(frozen=True)
+class Committed:
+    version: int
+    rows: int | None  # the partition's rows after the commit (None: a file without statistics)
+
+
+def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
+    """Rows of one partition in a loaded snapshot, from the per-file statistics of its log."""
+    value = partition_value(value)
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
+    parts = actions.get(f"partition.{column}", [])
+    counts = [n for n, v in zip(actions.get("num_records", []), parts) if partition_value(v) == value]
+    return None if any(n is None for n in counts) else int(sum(counts))
+
+
+__all__ = ["Committed", "DeltaStore", "TABLE_PROPERTIES"]

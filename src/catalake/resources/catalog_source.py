@@ -1,0 +1,28 @@
+from pathlib import Path
+
+from dagster import ConfigurableResource
+
+from catalake.platform.catalog import Catalog, load_catalog
+from catalake.platform.config import catalog_roots
+
+
+class CatalogSource(ConfigurableResource):
+    """The xRegistry catalog files/directories the platform is driven by.
+
+    Data schema files are read only under `schema_roots` (default: the catalog's own folders).
+    """
+
+    paths: list[str]
+    schema_roots: list[str] = []
+
+    def load(self) -> Catalog:
+        return load_catalog(self.paths)
+
+    def roots(self) -> list[Path]:
+        return [Path(p) for p in self.schema_roots] or list(catalog_roots(self.paths))
+
+    def tables(self, catalog: Catalog | None = None) -> list:
+        """The message tables of the catalog (loaded when not given); CatalogError names every problem."""
+        from catalake.platform.warehouse.message_tables import message_tables
+
+        return message_tables(catalog if catalog is not None else self.load(), self.roots())[0]
