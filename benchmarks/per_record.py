@@ -1,7 +1,9 @@
 """The classifier's per-record path alone, without Spark: one task's pieces of the workload
 classified in this process, round after round (for side-by-side runs of two checkouts).
 
-    PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5]
+    PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5] [--patterns]
+
+`--patterns`: a pattern on every string of the payload (the pattern engine's cost per record).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> int:
     parser.add_argument("--definitions", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work", default="/tmp/catalake-bench")
+    parser.add_argument("--patterns", action="store_true", help="a pattern on every string of the payload")
     args = parser.parse_args()
 
     from catalake.platform.catalog import load_catalog
@@ -35,7 +38,7 @@ def main() -> int:
     from catalake.platform.landing.planning import plan_tasks
     from catalake.platform.warehouse.message_tables import message_tables
 
-    catalog_dir, landing = write(Path(args.work), args.definitions, args.records)
+    catalog_dir, landing = write(Path(args.work), args.definitions, args.records, args.patterns)
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])
     day = dt.date.fromisoformat(DAY)
     pieces = plan_tasks(list_day(str(landing), day).files, 8)[0]  # one of 8 tasks

@@ -36,6 +36,14 @@ SCHEMA = {
             "lon": {"type": "number", "minimum": -180, "maximum": 180}}},
     },
 }
+# the same payload with a pattern on every string, as catalogs of real feeds write them
+# (benchmarks/per_record.py --patterns: the pattern engine's cost per record)
+PATTERNED = {**SCHEMA, "properties": {
+    **SCHEMA["properties"],
+    "device": {**SCHEMA["properties"]["device"], "pattern": "^dev-[0-9]{1,5}$"},
+    "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}},
+    "status": {"type": "string", "enum": ["ok", "degraded", "failed"], "pattern": "^(ok|degraded|failed)$"},
+}}
 SOURCE = "https://bench.example/sites/{site}"
 
 
@@ -43,13 +51,13 @@ def type_name(i: int) -> str:
     return f"bench.sensors.Reading{i}"
 
 
-def catalog(definitions: int) -> dict:
+def catalog(definitions: int, schema: dict = SCHEMA) -> dict:
     messages = {
         type_name(i): {
             "envelope": "CloudEvents/1.0",
             "envelopemetadata": {"type": {"value": type_name(i)}, "source": {"type": "uritemplate", "value": SOURCE}},
             "dataschemaformat": "JsonSchema/draft-07",
-            "dataschema": SCHEMA,
+            "dataschema": schema,
         }
         for i in range(definitions)
     }
@@ -84,15 +92,16 @@ def bad(rng: random.Random, n: int, definitions: int) -> bytes:
     return orjson.dumps(good)
 
 
-def write(work: Path, definitions: int, records: int) -> tuple[Path, Path]:
-    """(catalog folder, landing root) for N definitions and R records, written once."""
-    base = work / f"workload-{definitions}-{records}"
+def write(work: Path, definitions: int, records: int, patterns: bool = False) -> tuple[Path, Path]:
+    """(catalog folder, landing root) for N definitions and R records, written once (`patterns`:
+    the catalog's schema has a pattern on every string)."""
+    base = work / f"workload-{definitions}-{records}{'-patterns' if patterns else ''}"
     catalog_dir, landing = base / "catalog", base / "landing"
     done = base / ".complete"
     if done.exists():
         return catalog_dir, landing
     catalog_dir.mkdir(parents=True, exist_ok=True)
-    (catalog_dir / "bench.xreg.json").write_text(json.dumps(catalog(definitions)))
+    (catalog_dir / "bench.xreg.json").write_text(json.dumps(catalog(definitions, PATTERNED if patterns else SCHEMA)))
     day = landing / DAY
     day.mkdir(parents=True, exist_ok=True)
     rng = random.Random(records * 31 + definitions)

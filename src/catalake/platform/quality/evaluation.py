@@ -31,7 +31,7 @@ from .expectations import (
     OF_TYPE,
     Expectation,
 )
-from ..patterns import PatternError, python_regex
+from ..patterns import PatternError, compile_pattern
 from ..schemas.payload import shown
 
 EXAMPLES = 5
@@ -104,7 +104,7 @@ def _between(e: Expectation, v: str, code: _Code) -> str | None:
 
 def _regex(e: Expectation, v: str, code: _Code) -> str:
     try:
-        regex = code.constant(python_regex(e.kwargs["regex"]))
+        regex = code.constant(compile_pattern(e.kwargs["regex"], e.key))
     except PatternError:
         return "True"  # GX fails such an expectation too
     return f"{regex}.search({v} if {v}.__class__ is str else str({v})) is None"

@@ -23,6 +23,7 @@ The GX suites and their files are suites.py. GX itself is imported only where a 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from ..catalog.matcher import CE_TYPED, declared_content_type, registry_referenc
 from ..records import cloudevents
 from ..warehouse.message_tables import MessageTable
 from ..schemas.payload import FORMATS
+from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
 from ..sql import ident
 from ..schemas import keys
 
@@ -79,7 +81,13 @@ class Expectation:
 
     @property
     def meta(self) -> dict:
-        return {"id": self.id, "rule": self.rule, "source": self.source, "severity": self.severity}
+        meta = {"id": self.id, "rule": self.rule, "source": self.source, "severity": self.severity}
+        construct = _backtracks(self.kwargs["regex"]) if self.type == MATCH_REGEX else None
+        if construct is not None:
+            meta["notes"] = (f"The pattern backtracks ({construct}): the pass evaluated it on every record with a "
+                             f"budget of {BUDGET_SECONDS} s a value (a value over it is a pattern_timeout dead letter); "
+                             "GX runs it on stored rows, which matched it.")
+        return meta
 
     @property
     def row_condition(self) -> str | None:
@@ -116,6 +124,14 @@ def gx_severity(severity: str):
     from great_expectations.expectations.metadata_types import FailureSeverity
 
     return FailureSeverity.CRITICAL if severity == ERROR else FailureSeverity.WARNING
+
+
+@functools.lru_cache(maxsize=None)
+def _backtracks(pattern: str) -> str | None:
+    try:
+        return backtracking_construct(pattern)
+    except PatternError:
+        return None  # GX fails such an expectation (evaluation.py)
 
 
 def _expect(expectation_type: str, severity: str, rule: str, source: str, column: str, path: FieldPath | None = None,

@@ -29,6 +29,7 @@ from ..landing import formats
 from ..landing.listing import display_path
 from ..landing.planning import Piece
 from ..landing.reading import MAX_RECORD_BYTES, Corrupt, TooLarge, Unsupported, read_piece
+from ..patterns import PatternTimeout
 from ..uris import adopt, relative
 from ..catalog.matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
 from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
@@ -51,7 +52,8 @@ from .plan import Plan
 from .taskio import TaskOutput, TaskResult, remove_dead_spills
 
 # dead-letter reasons a catalog change can undo (replay); the others are the record's own faults
-REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload"})
+REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload",
+                      "pattern_timeout"})
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 
 
@@ -338,14 +340,20 @@ class Classifier:
             self.deadletter(*fault, source_file, line, raw, rec)
             return
         m = self.matcher.match(rec)
-        if m.status == MatchStatus.AMBIGUOUS:
-            m = self.resolve(rec, m)
-        if m.status != MatchStatus.MATCHED:
-            self.unmatched(rec, m, source_file, line, raw)
-            return
-        checked = self.typed(rec, m, source_file, line)
-        spec = checked.spec
         candidates = [d.xid for d in m.candidates]
+        try:
+            if m.status == MatchStatus.AMBIGUOUS:
+                m = self.resolve(rec, m)
+            if m.status != MatchStatus.MATCHED:
+                self.unmatched(rec, m, source_file, line, raw)
+                return
+            checked = self.typed(rec, m, source_file, line)
+        except PatternTimeout as exc:  # a backtracking pattern over its budget: this record, never the task
+            if m.status == MatchStatus.MATCHED:
+                self.spec(m.winner.idx).suite.rejected += 1
+            self.deadletter("pattern_timeout", str(exc), source_file, line, raw, rec, candidates)
+            return
+        spec = checked.spec
         if not checked.kept:
             spec.suite.rejected += 1
         if checked.undecodable:
@@ -393,10 +401,14 @@ class Classifier:
                     if record_fault(rec) is not None:
                         continue
                     m = self.matcher.match(rec)
-                    m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
-                    if m.status == MatchStatus.MATCHED:
+                    try:
+                        m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
+                        if m.status != MatchStatus.MATCHED:
+                            continue
                         checked = self.typed(rec, m, shown, line)
-                        out.setdefault(checked.spec.name, []).append(checked)
+                    except PatternTimeout:
+                        continue  # a pattern_timeout dead letter: GX never sees its row either
+                    out.setdefault(checked.spec.name, []).append(checked)
         return out
 
     def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:

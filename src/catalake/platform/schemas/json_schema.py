@@ -42,7 +42,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
 from ..errors import CatalakeError
-from ..patterns import PatternError, python_regex
+from ..patterns import PatternError, compile_pattern
 from .unions import JSON_STRING, union_type
 from . import keys
 
@@ -97,7 +97,7 @@ def constraints(schema: dict) -> dict:
         if not isinstance(out["pattern"], str):
             raise InvalidConstraint(f"pattern {out['pattern']!r} is not a string")
         try:
-            python_regex(out["pattern"])
+            compile_pattern(out["pattern"])
         except PatternError as exc:
             raise InvalidConstraint(str(exc)) from None
     for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):

@@ -53,7 +53,7 @@ from pyspark.sql.types import (
 )
 
 from ..jsonvalues import UTC, from_base64, iso_datetime, rfc3339
-from ..patterns import PatternError, python_regex
+from ..patterns import PatternError, compile_pattern
 from . import keys
 
 FORMATS = {
@@ -388,7 +388,7 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
             add("length", lambda v: len(v) > m, lambda v: f"{path}: {shown(v)} is longer than {m}")
         if isinstance(rules.get("pattern"), str):
             try:
-                regex = python_regex(rules["pattern"])
+                regex = compile_pattern(rules["pattern"], path)
             except PatternError:
                 regex = None  # a catalog error (schemas/json_schema.py constraints)
             if regex is not None:

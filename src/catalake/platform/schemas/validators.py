@@ -8,10 +8,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+from functools import lru_cache
 from typing import Any, Callable, NamedTuple
 
 import orjson
 
+from ..patterns import LinearPattern, BudgetedPattern, compile_pattern
 from ..records.record import MISSING
 from .avro import named_type
 
@@ -40,8 +42,59 @@ def jsonschema_validator(content, document):
     root = document if isinstance(document, dict) else content
     registry = Registry().with_resource("urn:catalake:data-schema", resource(root))
     # without `$schema`, draft-07, as the mapping reads it (json_schema.py `resource`)
-    cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {}, default=jsonschema.Draft7Validator)
+    cls = _linear_patterns(jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
+                                                               default=jsonschema.Draft7Validator))
     return cls(content, registry=registry, format_checker=cls.FORMAT_CHECKER)
+
+
+@lru_cache(maxsize=None)
+def _pattern(pattern: str) -> LinearPattern | BudgetedPattern:
+    return compile_pattern(pattern)
+
+
+@lru_cache(maxsize=None)
+def _linear_patterns(cls):
+    """jsonschema's validator class with its three pattern keywords on catalake's patterns (RE2, or
+    a time budget: patterns.py): jsonschema runs them with Python's backtracking `re`, where one
+    hostile value could stall a task. Their bodies follow jsonschema's own `_keywords`."""
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
+    def additional(instance, schema):
+        properties, patterns = schema.get("properties", {}), [_pattern(p) for p in schema.get("patternProperties", {})]
+        return [k for k in instance if k not in properties and not any(p.search(k) for p in patterns)]
+
+    def pattern(validator, patrn, instance, schema):
+        if validator.is_type(instance, "string") and _pattern(patrn).search(instance) is None:
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(validator, pattern_properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for patrn, subschema in pattern_properties.items():
+                for k, v in instance.items():
+                    if _pattern(patrn).search(k):
+                        yield from validator.descend(v, subschema, path=k, schema_path=patrn)
+
+    def additional_properties(validator, ap, instance, schema):
+        if not validator.is_type(instance, "object"):
+            return
+        extras = set(additional(instance, schema))
+        if validator.is_type(ap, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], ap, path=extra)
+        elif not ap and extras:
+            if "patternProperties" in schema:
+                verb = "does" if len(extras) == 1 else "do"
+                joined = ", ".join(repr(each) for each in sorted(extras))
+                patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+                yield ValidationError(f"{joined} {verb} not match any of the regexes: {patterns}")
+            else:
+                names = sorted(extras, key=str)
+                verb = "was" if len(names) == 1 else "were"
+                yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, names))} {verb} unexpected)")
+
+    return jsonschema.validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties,
+                                              "additionalProperties": additional_properties})
 
 
 def schema_errors(validator, value) -> list | None:

@@ -25,6 +25,8 @@ REASONS = {
     "ambiguous": "several definitions match and the payload does not single one out",
     "schema_violation": "the one matching definition's data schema rejects the payload",
     "malformed_payload": "the payload cannot be decoded (invalid base64 or Avro binary)",
+    "pattern_timeout": ("a value took a backtracking pattern of the data schema (a backreference or lookaround) longer "
+                        "than its time budget; the detail names the field and the pattern"),
     "record_too_large": "the record is longer than the size limit (its first bytes are kept)",
     "corrupt_file": "a compressed, Avro or Parquet file breaks off; the records before the break are read",
     "unsupported_format": "a landed file in no format catalake reads (its first bytes are named in the detail)",

@@ -47,7 +47,8 @@ from pyspark.sql.types import (
 from ..records import cloudevents
 from ..catalog.model import Catalog, MessageDefinition
 from ..catalog.normalize import protocol_family
-from ..errors import CatalogError, Problem
+from ..errors import CatalogError, Problem, escape
+from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
 from ..catalog.rules import SCHEMA_SLOTS
 from ..records.protocols import BY_FAMILY, TEXT_MAP
 from .deadletters import SOURCE_FIELDS
@@ -196,11 +197,43 @@ def message_table(message: MessageDefinition, catalog: Catalog, roots: Sequence[
 
 
 def schema_problems(tables: Sequence[MessageTable]) -> list[Problem]:
-    """The data schemas that could not be derived (the payload kept as JSON text), as warnings
-    naming the file and the message."""
-    return [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
-                    t.schema["data"].metadata[keys.SCHEMA_ERROR], "warning")
-            for t in tables if keys.SCHEMA_ERROR in t.schema["data"].metadata]
+    """The data schemas that could not be derived (the payload kept as JSON text), and the patterns
+    that backtrack, as warnings naming the file and the message."""
+    found = [Problem(t.message.source_file, t.message.source_pointer, "schema-derivation",
+                     t.schema["data"].metadata[keys.SCHEMA_ERROR], "warning")
+             for t in tables if keys.SCHEMA_ERROR in t.schema["data"].metadata]
+    for t in tables:
+        if t.data_schema is not None:
+            found += [Problem(t.message.source_file, t.message.source_pointer, "pattern-backtracks",
+                              f"data schema {t.data_schema.reference or '(inline)'}, at {where}: pattern {pattern!r} uses {construct}, which has no "
+                              f"linear-time form: each value may take {BUDGET_SECONDS} s, and a value over that is a "
+                              f"pattern_timeout dead letter", "warning")
+                      for where, pattern, construct in backtracking_patterns(t.data_schema.content)]
+    return found
+
+
+def backtracking_patterns(schema, where: str = "") -> list[tuple[str, str, str]]:
+    """(JSON pointer, pattern, construct) of every `pattern` and `patternProperties` pattern in a
+    schema document that runs on the backtracking engine (patterns.py)."""
+    out = []
+    if isinstance(schema, dict):
+        patterns = [("pattern", schema["pattern"])] if isinstance(schema.get("pattern"), str) else []
+        if isinstance(schema.get("patternProperties"), dict):
+            patterns += [(f"patternProperties/{escape(p)}", p) for p in schema["patternProperties"]]
+        for at, pattern in patterns:
+            try:
+                construct = backtracking_construct(pattern)
+            except PatternError:
+                continue  # refused where the schema is read (json_schema.py constraints)
+            if construct is not None:
+                out.append((f"{where}/{at}", pattern, construct))
+        for key, value in schema.items():
+            if isinstance(value, (dict, list)):
+                out += backtracking_patterns(value, f"{where}/{escape(key)}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            out += backtracking_patterns(value, f"{where}/{i}")
+    return out
 
 
 def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
