@@ -3,7 +3,7 @@ S3 server (issue 26), on the same day of the workload (workload.py: N types fed 
 
     python benchmarks/object_storage.py --records 1000000 --definitions 100 [--repeats 2] [--work DIR]
 
-The S3 server is moto's standalone server on the loopback (tests/services.py), which runs in
+The S3 server is moto's standalone server on the loopback (tests/support/services.py), which runs in
 Python on the same 2 cores as Spark: its own CPU time is part of what the S3 run measures, and
 is reported (`server_cpu_seconds`). Each side gets one untimed first run (tables created), then
 `--repeats` timed runs (`catalake run --date D --json --no-analytics` in a fresh process); the
@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from run import measure  # noqa: E402
-from services import s3_server  # noqa: E402
+from support.services import s3_server  # noqa: E402
 from workload import DAY, write  # noqa: E402
 
 

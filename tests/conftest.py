@@ -4,9 +4,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("CATALAKE_SHARED_DATA", REPO.parent / "shared" / "data"))
-DEMO_CATALOG = REPO / "src" / "catalake" / "demo" / "catalog"
+from support.paths import SHARED_DATA
 
 
 @pytest.fixture(scope="session")

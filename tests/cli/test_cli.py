@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 
 def run(*args):

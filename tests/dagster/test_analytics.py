@@ -23,7 +23,7 @@ from catalake.platform.config import Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.platform.warehouse.message_tables import message_tables
 
-from conftest import DEMO_CATALOG, REPO
+from support.paths import DEMO_CATALOG, REPO
 
 DAYS = ["2026-11-20", "2026-11-21"]
 DEMO_RUN: dict = {}  # the demo fixture's Dagster instance and definitions
@@ -284,8 +284,13 @@ def test_the_wheel_carries_everything_catalake_run_needs(tmp_path):
     analytics, and writes nothing into the installed package."""
     # built from a copy: a build writes build/ and egg-info beside the sources
     source = tmp_path / "source"
-    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "warehouse", ".dagster_home", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+    anywhere = shutil.ignore_patterns(".git", ".venv", ".dagster_home", "build", "*.egg-info", "__pycache__",
+                                      ".pytest_cache", ".hypothesis")
+
+    def ignore(folder, names):  # the demo's warehouse at the root, not the engine's warehouse package
+        return anywhere(folder, names) | ({"warehouse"} & set(names) if Path(folder) == REPO else set())
+
+    shutil.copytree(REPO, source, symlinks=True, ignore=ignore)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)
     (wheel,) = (tmp_path / "dist").glob("catalake-*.whl")

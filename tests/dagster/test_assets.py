@@ -15,7 +15,7 @@ from catalake.platform.config import Settings
 from catalake.platform.warehouse.store import DeltaStore
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 
 def resources(catalog_paths, warehouse):

@@ -196,7 +196,7 @@ def test_the_readme_reads_map_columns_and_dates_with_their_types(demo_day, monke
     in pandas), `event_date` stays a date, in pyarrow, pandas, Polars and DuckDB."""
     import re
 
-    from conftest import REPO
+    from support.paths import REPO
 
     settings, _, _, _ = demo_day
     block = re.search(r"<!-- analyst:types -->\n```python\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)

@@ -27,9 +27,9 @@ from catalake.platform.config import catalog_roots
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 
-from conftest import DEMO_CATALOG, REPO
-from services import s3_server, spark_cluster, stop, wait_for_port
-from test_classify import DAY as AZURE_DAY, land_azure
+from support.classify import DAY as AZURE_DAY, land_azure
+from support.paths import DEMO_CATALOG, REPO
+from support.services import s3_server, spark_cluster, stop, wait_for_port
 
 pytestmark = pytest.mark.jvm
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_CATALOG, REPO
-from services import free_port, stop
+from support.paths import DEMO_CATALOG, REPO
+from support.services import free_port, stop
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]  # the demo's two days and one with no folder
 
@@ -72,7 +72,7 @@ POSTGRES_DEFAULT = """storage:
 def test_a_batch_is_stored_in_postgresql_as_dagster_stores_each_event(postgres, tmp_path, monkeypatch):
     """deploy/dagster.yaml's event log stores a step's batch in one transaction: the same asset
     records, check executions and event order as dagster-postgres storing each event."""
-    from test_eventlog import _run, _stored
+    from support.eventlog_step import _run, _stored
 
     createdb = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1] / "createdb"
     stored = []

@@ -28,7 +28,7 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, schema_problems, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 
-from conftest import DEMO_CATALOG, SHARED_DATA
+from support.paths import DEMO_CATALOG, SHARED_DATA
 
 DAY = dt.date(2026, 11, 20)
 EXPONENTIAL = "^(a+)+$"  # valid JSON Schema; Python's re takes about half an hour on 36 a's and a '!'

@@ -14,7 +14,7 @@ from catalake.platform.landing.planning import plan_tasks
 from catalake.platform.landing.reading import MAX_RECORD_BYTES, read_piece
 from catalake.platform.warehouse.message_tables import message_tables
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 20)
 

@@ -36,7 +36,7 @@ from catalake.platform.landing.reading import read_piece
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 21)
 # what a row is, whatever the file it came from: lineage and the protocol envelope differ
@@ -312,7 +312,7 @@ def test_large_avro_and_parquet_files_split_into_pieces_each_record_once(tmp_pat
 def test_every_layout_and_format_on_s3_gives_the_rows_of_local_disk(tmp_path, demo_tables):
     """The same four landings uploaded to a real S3 server on the loopback: listing by layout,
     sniffing, Avro blocks and Parquet footers read by ranged requests, the same rows."""
-    from services import s3_server
+    from support.services import s3_server
 
     roots = write_layouts(DAY, 12, tmp_path / "landings")
     _, tables = demo_tables

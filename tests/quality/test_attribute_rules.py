@@ -116,7 +116,7 @@ def gx_pandas():
     return unexpected
 
 
-def test_every_attribute_type_and_value_rule_agrees_in_matcher_compiled_checks_and_gx_issue_34_5(typed, gx_pandas):
+def test_every_attribute_type_and_value_rule_agrees_in_matcher_compiled_checks_and_gx(typed, gx_pandas):
     table, c = typed
     suite = {e.key: [] for e in suite_expectations(table)}
     for e in suite_expectations(table):
@@ -146,7 +146,7 @@ def test_every_attribute_type_and_value_rule_agrees_in_matcher_compiled_checks_a
         assert sorted(map(repr, found)) == sorted(map(repr, refused_by_the_suite)), (name, found)
 
 
-def test_typed_attribute_values_are_expected_as_their_column_holds_them_issue_34_5(typed):
+def test_typed_attribute_values_are_expected_as_their_column_holds_them(typed):
     table, _ = typed
     by_id = {e.id: e for e in suite_expectations(table)}
     assert by_id["seq:value"].type == IN_SET and by_id["seq:value"].kwargs == {"value_set": [5]}
@@ -156,7 +156,7 @@ def test_typed_attribute_values_are_expected_as_their_column_holds_them_issue_34
     assert by_id["n:type"].type == by_id["b:type"].type == by_id["blob:type"].type == by_id["at:type"].type == OF_TYPE
 
 
-def test_a_content_type_matched_as_a_media_type_passes_its_suite_issue_30_6(tmp_path):
+def test_a_content_type_matched_as_a_media_type_passes_its_suite(tmp_path):
     tables = load(tmp_path, {
         "Text": {"envelope": "CloudEvents/1.0", "envelopemetadata": {
             "type": {"value": "t.T"}, "datacontenttype": {"value": "text/plain; charset=utf-8"}}},
@@ -173,7 +173,7 @@ def test_a_content_type_matched_as_a_media_type_passes_its_suite_issue_30_6(tmp_
         assert checked.row["datacontenttype"] == ctype  # stored as sent
 
 
-def test_the_definitions_own_datacontenttype_filters_issue_34_4(tmp_path):
+def test_the_definitions_own_datacontenttype_filters(tmp_path):
     tables = load(tmp_path, {
         "Json": {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.J"}},
                  "datacontenttype": "application/json"},
@@ -209,7 +209,7 @@ def test_the_definitions_own_datacontenttype_filters_issue_34_4(tmp_path):
     assert c.typed(rec, catalog.match(rec), "f.jsonl", 1).kept
 
 
-def test_gx_on_spark_refuses_what_the_matcher_refuses_issue_34_5(typed, spark, tmp_path):
+def test_gx_on_spark_refuses_what_the_matcher_refuses(typed, spark, tmp_path):
     """GX's own engine on Spark (Java regexes), on the typed rows of every accepted and refused value."""
     from catalake.platform.quality.referee import Validator
 

@@ -23,7 +23,7 @@ from catalake.platform.quality.expectations import (
 )
 from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 20)
 
@@ -108,7 +108,7 @@ SEEDS = [  # (changes to a valid RideStarted payload, the rules it breaks)
 
 
 ORDER = "messages/shop/shop.Order"
-ORDER_SEEDS = [  # payloads of shop.Order (test_expectations.ORDER_SCHEMA): lengths and item counts
+ORDER_SEEDS = [  # payloads of shop.Order (support.orders.ORDER_SCHEMA): lengths and item counts
     ({"order_id": "O-1234567890123"}, ["data.order_id:length"]),
     ({"items": []}, ["data.items:items"]),
     ({"items": ["x"] * 51, "order_id": "O-1"}, ["data.items:items"]),
@@ -130,7 +130,7 @@ def seeded(spark, tmp_path_factory):
         event = {**template, "id": f"seed-{n}", "data": {**template["data"], **changes}}
         event["data"] = {k: v for k, v in event["data"].items() if v is not None}
         lines.append(json.dumps(event))
-    from test_expectations import CATALOG, _order
+    from support.orders import CATALOG, _order
 
     for n, (changes, _) in enumerate(ORDER_SEEDS):
         order = _order(100 + n)

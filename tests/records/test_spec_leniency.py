@@ -6,8 +6,8 @@ are in README.md, "Choices where the spec is open"."""
 import datetime as dt
 import json
 
-from conftest import SHARED_DATA
-from onepass import run_day
+from support.onepass import run_day
+from support.paths import SHARED_DATA
 
 UTC = dt.timezone.utc
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}

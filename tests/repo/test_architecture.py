@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 SOURCE = REPO / "src"
 

@@ -6,7 +6,7 @@ import sys
 
 from catalake.demo.generate import main as generate
 
-from conftest import REPO
+from support.paths import REPO
 
 
 def test_import_platform_from_repo_root_is_the_standard_library():

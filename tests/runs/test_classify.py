@@ -5,14 +5,13 @@ import datetime as dt
 import gzip
 import json
 import re
-import shutil
 
 import pytest
 from pyspark.sql import functions as F
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.runs.day import classify_partition, conservation
-from catalake.platform.config import DEMO_DIR, catalog_roots
+from catalake.platform.config import DEMO_DIR
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.landing.listing import Landed, partition_files
 from catalake.platform.landing.planning import Piece, plan_tasks
@@ -23,31 +22,10 @@ from catalake.platform.records.protocols import BINDINGS
 from catalake.platform.records.record import MISSING, normalize
 from catalake.platform.runs.recovery import RUNS_DIR
 
-from conftest import DEMO_CATALOG, REPO
+from support.classify import DAY, ce, classify_day, jsonl, land, land_azure
+from support.paths import DEMO_CATALOG, REPO
 
 REPO_DEMO_LANDING = REPO / "src" / "catalake" / "demo" / "landing"
-
-DAY = dt.date(2026, 11, 20)
-
-
-def ce(type_, source="/s", **extra):
-    return {"specversion": "1.0", "id": extra.pop("id", "1"), "source": source, "type": type_, **extra}
-
-
-def land(root, day, files: dict):
-    folder = root / day.isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        path = folder / name
-        if name.endswith(".gz"):
-            path.write_bytes(gzip.compress(content.encode()))
-        else:
-            path.write_text(content)
-    return root
-
-
-def jsonl(*records) -> str:
-    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
 
 
 def write_catalog(base, document: dict):
@@ -55,28 +33,6 @@ def write_catalog(base, document: dict):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "catalog.xreg.json").write_text(json.dumps(document))
     return folder
-
-
-def classify_day(spark, base, catalog_paths, landing_root):
-    """Tables created from the catalog under base/warehouse, then DAY classified:
-    (store, tables, schema warnings, result)."""
-    from catalake.platform.warehouse.store import DeltaStore
-
-    catalog = load_catalog(catalog_paths)
-    tables, warnings = message_tables(catalog, catalog_roots(catalog_paths))
-    store = DeltaStore(spark, base / "warehouse")
-    sync_message_tables(store, tables)
-    return store, tables, warnings, classify_partition(spark, store, catalog, tables, landing_root, DAY)
-
-
-def land_azure(shared_data, base):
-    """The real Azure blob events (a test-time copy; nothing is committed) and their catalog."""
-    events = shared_data / "azure-rest-api-specs/specification/eventgrid/data-plane/EventGridSystemEvents/examples/2018-01-01"
-    folder = base / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    for name in ("blob_created.json", "blob_deleted.json"):
-        shutil.copy(events / name, folder / name)
-    return base / "landing", shared_data / "xregistry-codegen/samples/message-definitions/Microsoft.Storage.xreg.json"
 
 
 # -- the landing zone (landing-zone.md "Layout")

@@ -169,7 +169,7 @@ def immutable(path: Path):
 def replay_ready(spark, tmp_path):
     """The evolution loop's day classified with one definition, and the catalog with the drift
     proposals (9 dead letters now match): (catalog dir, warehouse, store, tables, first result)."""
-    from test_evolution_loop import classified_day
+    from support.evolution import classified_day
 
     from catalake.platform.catalog import load_catalog
     from catalake.platform.config import catalog_roots
@@ -186,7 +186,7 @@ def replay_ready(spark, tmp_path):
 MOVED = {"no_match -> messages/catalake_drift__shop_siteopened": 6, "no_match -> messages/catalake_drift__shop_refunded": 3}
 
 
-def test_30_1_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_replay_finishes_it(spark, tmp_path):
+def test_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_replay_finishes_it(spark, tmp_path):
     """The dead-letter commit of a replay fails (its `_delta_log` immutable) after the tables'
     appends: the journal and every file it names stay; the next replay rolls it forward into a
     dead-letter table every reader can read, conserved, with nothing left behind."""
@@ -236,7 +236,7 @@ def stopped_replay(spark, store, tables, monkeypatch):
             replay_partition(spark, store, tables, dt.date.fromisoformat(DAY))
 
 
-def test_30_1_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
+def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
     from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.catalog import load_catalog
@@ -264,7 +264,7 @@ def test_30_1_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_noth
     assert rerun.deadletter == {"malformed_json": 1}
 
 
-def test_30_7_a_replay_after_rolling_a_stopped_one_forward_reports_what_it_moved(spark, tmp_path, monkeypatch, capsys):
+def test_a_replay_after_rolling_a_stopped_one_forward_reports_what_it_moved(spark, tmp_path, monkeypatch, capsys):
     from catalake import cli
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
     from catalake.platform.runs.recovery import RUNS_DIR
@@ -291,7 +291,7 @@ SITE_OPENED = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"val
 
 
 def shop_catalog(folder: Path, *definitions: str) -> Path:
-    from test_evolution_loop import KNOWN
+    from support.evolution import KNOWN
 
     messages = {"OrderPlaced": KNOWN, "SiteOpened": SITE_OPENED}
     folder.mkdir(parents=True, exist_ok=True)
@@ -321,7 +321,7 @@ def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
 
 
 @pytest.mark.jvm
-def test_30_2_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
+def test_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
     """kill -9 of `catalake replay` after its part files appear, before its journal: the next
     replay removes them (the replay was recorded as a partition run is), and moves the rows."""
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
@@ -373,7 +373,7 @@ def test_30_2_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
     assert not dead_spills()
 
 
-def test_30_3_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_size(spark, tmp_path, monkeypatch):
+def test_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_size(spark, tmp_path, monkeypatch):
     """A JSON lines file cut into two tasks, its last line half written when listed, grows while
     the run reads it: the run reads the complete lines of its listed size; the next run the rest."""
     from catalake.platform.runs import day as classify_module
@@ -411,7 +411,7 @@ def test_30_3_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_si
     assert rest.records == 60_501 and rest.deadletter == {}
 
 
-def test_30_4_a_file_name_not_utf8_is_read_and_stored_escaped(spark, tmp_path):
+def test_a_file_name_not_utf8_is_read_and_stored_escaped(spark, tmp_path):
     from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
@@ -427,7 +427,7 @@ def test_30_4_a_file_name_not_utf8_is_read_and_stored_escaped(spark, tmp_path):
     assert shown == ["plain.jsonl", "sites-\\xff\\xfe.jsonl"]
 
 
-def test_30_7_upper_case_extensions_are_read_and_a_day_file_is_reported(spark, tmp_path):
+def test_upper_case_extensions_are_read_and_a_day_file_is_reported(spark, tmp_path):
     from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
@@ -461,7 +461,7 @@ print("ok")
 """
 
 
-def test_30_5_runs_started_together_with_a_new_dagster_home_all_get_its_instance(tmp_path):
+def test_runs_started_together_with_a_new_dagster_home_all_get_its_instance(tmp_path):
     """Processes that create the instance of the same new DAGSTER_HOME at the same moment (as
     two `catalake run` do) all succeed: no `table ... already exists`."""
     script = tmp_path / "race.py"

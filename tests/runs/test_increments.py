@@ -26,7 +26,7 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 
-from conftest import DEMO_CATALOG, REPO
+from support.paths import DEMO_CATALOG, REPO
 
 DAY = dt.date(2026, 11, 21)
 

@@ -22,11 +22,11 @@ from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
 from catalake.platform.warehouse.arrowschemas import arrow_schema
 
-from onepass import DAY, record_for
-from structure_instances import instances
-from test_catalog_real import VALID
+from support.onepass import DAY, record_for
+from support.public_catalogs import VALID
+from support.structure_instances import instances
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def structure_definitions() -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.quality.expectations import suite_expectations
 from catalake.platform.warehouse.message_tables import message_tables
 
-from onepass import event, run_day, structure_message
+from support.onepass import event, run_day, structure_message
 
 UTC = dt.timezone.utc
 
@@ -21,7 +21,7 @@ def only_rows(rows: dict) -> list:
     return table_rows
 
 
-def test_1_a_null_small_integer_lands_as_null(tmp_path):
+def test_a_null_small_integer_lands_as_null(tmp_path):
     schema = {"type": "object", "properties": {"a": {"type": ["int8", "null"]}, "b": {"type": ["null", "int16"]},
                                                "c": {"type": "uint8"}}}
     result, rows = run_day(tmp_path, {"T": structure_message(schema)}, [
@@ -32,7 +32,7 @@ def test_1_a_null_small_integer_lands_as_null(tmp_path):
     assert "data.c: 256 is not an integer in [0, 255]" in rows["deadletter"][0]["detail"]
 
 
-def test_2_wide_integers_and_decimals_sent_as_strings_are_typed(tmp_path):
+def test_wide_integers_and_decimals_sent_as_strings_are_typed(tmp_path):
     schema = {"type": "object", "properties": {
         "i64": {"type": "int64"}, "u64": {"type": "uint64"}, "i128": {"type": "int128"},
         "d": {"type": "decimal", "precision": 10, "scale": 2}, "dd": {"type": "decimal"}}}
@@ -66,14 +66,14 @@ CONSTRAINED = {"type": "object", "required": ["e"], "properties": {
     ({"e": "x", "l": []}, "data.l:items"), ({"e": "x", "l": ["a", "b", "c"]}, "data.l:items"),
     ({"e": "x", "l": ["a", "a"]}, "data.l:unique"), ({}, "data.e:required"),
 ])
-def test_3_json_structure_constraints_are_enforced(tmp_path, value, rule):
+def test_json_structure_constraints_are_enforced(tmp_path, value, rule):
     ok = {"e": "y", "k": "K", "p": "abc", "n": 10, "x": 0.5, "big": "100", "s": "ab", "l": ["a", "b"]}
     result, rows = run_day(tmp_path, {"T": structure_message(CONSTRAINED)}, [event(ok), event(value, n=2)])
     assert len(only_rows(rows)) == 1 and result.deadletter == {"schema_violation": 1}
     assert rows["deadletter"][0]["expectations"] == [rule]
 
 
-def test_3_the_suite_carries_the_json_structure_constraints(tmp_path):
+def test_the_suite_carries_the_json_structure_constraints(tmp_path):
     (tmp_path / "c.xreg.json").write_text(__import__("json").dumps(
         {"messagegroups": {"g": {"messages": {"T": structure_message(CONSTRAINED)}}}}))
     (table,), _ = message_tables(load_catalog([tmp_path]), [tmp_path])
@@ -85,7 +85,7 @@ def test_3_the_suite_carries_the_json_structure_constraints(tmp_path):
             ("size(data.l)", "expect_column_values_to_be_between")} <= kinds
 
 
-def test_4_altnames_name_the_wire_key_and_the_column_keeps_the_schema_name(tmp_path):
+def test_altnames_name_the_wire_key_and_the_column_keeps_the_schema_name(tmp_path):
     schema = {"type": "object", "additionalProperties": False, "properties": {
         "dr_type": {"type": "string", "altnames": {"json": "dr-type", "lang:de": "Art"}},
         "plain": {"type": "int32"}}}
@@ -100,7 +100,7 @@ MQTT_PROPS = [{"name": "specversion", "value": "1.0"}, {"name": "id", "value": "
               {"name": "source", "value": "/s"}, {"name": "type", "value": "t.T"}]
 
 
-def test_5_mqtt_delivery_settings_do_not_decide_a_match(tmp_path):
+def test_mqtt_delivery_settings_do_not_decide_a_match(tmp_path):
     base = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "t.T"}}}
     variant = {**base, "basemessage": "/messagegroups/g/messages/T", "protocol": "MQTT/5.0", "protocoloptions": {
         "topic_name": {"value": "a/b"}, "message_expiry_interval": {"value": 3600}, "qos": {"value": 1},
@@ -115,7 +115,7 @@ def test_5_mqtt_delivery_settings_do_not_decide_a_match(tmp_path):
     assert len(rows["messages/g__tm"]) == 2 and len(rows["messages/g__t"]) == 1
 
 
-def test_6_a_time_template_fills_its_placeholders_and_checks_the_text(tmp_path):
+def test_a_time_template_fills_its_placeholders_and_checks_the_text(tmp_path):
     definition = {"envelope": "CloudEvents/1.0", "envelopemetadata": {
         "type": {"value": "t.T"}, "time": {"type": "timestamp", "value": "{view_date}T00:00:00Z"}}}
     sent = {"specversion": "1.0", "id": "1", "source": "/s", "type": "t.T", "data": {}}
@@ -130,7 +130,7 @@ def test_6_a_time_template_fills_its_placeholders_and_checks_the_text(tmp_path):
     assert not [e for e in suite_expectations(table) if e.column == "time" and "regex" in e.kwargs]
 
 
-def test_7_a_kafka_payload_cut_off_mid_json_is_a_malformed_payload(tmp_path):
+def test_a_kafka_payload_cut_off_mid_json_is_a_malformed_payload(tmp_path):
     definition = {"protocol": "KAFKA", "protocoloptions": {"topic": {"value": "k"}},
                   "dataschemaformat": "JsonStructure/1.0", "dataschema": {"type": "object", "properties": {"a": {"type": "string"}}}}
     record = {"topic": "k", "partition": 0, "offset": 1, "headers": {"content-type": "application/json"}}
@@ -155,7 +155,7 @@ def test_the_cases_through_a_spark_partition_run_into_delta_tables(spark, tmp_pa
     from catalake.platform.warehouse.message_tables import sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 
-    from onepass import DAY
+    from support.onepass import DAY
 
     schema = {"type": "object", "properties": {
         "a": {"type": ["int8", "null"]}, "b": {"type": ["int16", "null"]}, "big": {"type": "int64"},
@@ -198,7 +198,7 @@ def test_json_structure_string_types_have_their_syntax_and_abstract_types_are_no
         json_structure_to_spark({"type": "object", "abstract": True, "properties": {"a": {"type": "string"}}})
 
 
-def test_5_amqp_transport_headers_do_not_decide_a_match(tmp_path):
+def test_amqp_transport_headers_do_not_decide_a_match(tmp_path):
     definition = {"protocol": "AMQP/1.0", "protocoloptions": {
         "properties": {"to": {"value": "orders"}}, "header": {"priority": {"value": 4}, "durable": {"value": True}}}}
     record = {"protocol": "AMQP/1.0", "properties": {"to": "orders"}, "body": {"n": 1}}

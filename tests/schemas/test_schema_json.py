@@ -162,7 +162,7 @@ def test_demo_payloads_read_into_the_derived_schema_without_loss(spark):
 
     from pyspark.sql import functions as F
 
-    from conftest import DEMO_CATALOG, REPO
+    from support.paths import DEMO_CATALOG, REPO
 
     registry = json.loads((DEMO_CATALOG / "schemas.xreg.json").read_text())
     schema = registry["schemagroups"]["bikeshare.rides.json"]["schemas"]["RideEnded"]["versions"]["1"]["schema"]

@@ -7,7 +7,7 @@ import pytest
 from catalake.platform.catalog import load_catalog
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 REGISTRY = {
     "g": {"schemas": {

@@ -7,7 +7,7 @@ from catalake.platform.schemas.derive import spark_type
 from catalake.platform.schemas.json_schema import SchemaError
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
 
-from test_catalog_real import VALID
+from support.public_catalogs import VALID
 
 
 def test_public_catalog_schemas(shared_data):

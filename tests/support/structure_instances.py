@@ -169,7 +169,7 @@ class Instances:
             return pair(NAME.map(lambda n: f"https://example.com/{n}"))
         if type_ == "jsonpointer":
             # the SDK takes only RFC 6901's URI fragment form with a token ("#/a"); the platform
-            # also takes the string form ("/a", "": test_real_producers)
+            # also takes the string form ("/a", "": test_producer_wire_forms)
             return pair(st.lists(NAME, min_size=1, max_size=3).map(lambda p: "#" + "".join("/" + x for x in p)))
         if type_ == "null":
             return st.just((None, None))

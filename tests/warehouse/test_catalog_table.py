@@ -8,7 +8,7 @@ from deltalake import DeltaTable
 from catalake.platform.catalog import load_catalog
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, catalog_row, write_catalog_table
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 
 def test_demo_catalog_table(store):
@@ -70,7 +70,7 @@ def test_a_changed_definition_is_one_new_commit(store, tmp_path):
     assert store.read(CATALOG_TABLE).where("ce_subject = 'trips/{ride_id}'").count() == 2
 
 
-def test_an_xref_alias_is_a_row_naming_its_targets_table_issue_34_1(store, tmp_path):
+def test_an_xref_alias_is_a_row_naming_its_targets_table(store, tmp_path):
     catalog_dir = tmp_path / "catalog"
     shutil.copytree(DEMO_CATALOG, catalog_dir)
     write_catalog_table(store, load_catalog([catalog_dir]))

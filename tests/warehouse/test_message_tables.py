@@ -14,7 +14,7 @@ from catalake.platform.config import catalog_roots
 from catalake.platform.warehouse.evolution import EvolutionError, plan_evolution
 from catalake.platform.warehouse.message_tables import message_table, message_tables, sync_message_tables
 
-from conftest import DEMO_CATALOG
+from support.paths import DEMO_CATALOG
 
 
 def demo_table(message_id):
@@ -185,7 +185,7 @@ def test_plan_evolution_inside_arrays_and_maps():
 
 
 def test_every_public_definition_gets_a_table_and_clear_warnings(shared_data):
-    from test_catalog_real import VALID
+    from support.public_catalogs import VALID
 
     created = warned = 0
     for path, _, _ in VALID:
