@@ -253,6 +253,44 @@ def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys)
         assert list(check.values())[0].status.value == "SUCCEEDED"
 
 
+def test_a_clean_increment_reports_its_deadletter_materialization_and_checks(tmp_path, monkeypatch, capsys):
+    """The usual increment, a clean producer's: nothing dead-lettered, the run exits 0, and the
+    day's `deadletter` materialization (0 rows added) and its conservation check are there."""
+    from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
+    from catalake.cli import main
+
+    http = lines(day_records(DAY, 12)["rides-http.jsonl"])
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "rides-http.jsonl").write_text("\n".join(http) + "\n")
+    for key, value in {"CATALAKE_LANDING": str(tmp_path / "landing"), "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"),
+                       "DAGSTER_HOME": str(tmp_path / "dagster"), "CATALAKE_START_DATE": "2026-11-20"}.items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "dagster").mkdir()
+    assert main(["run", "--date", DAY.isoformat(), "--json", "--no-analytics"]) == 0
+    capsys.readouterr()
+    dead = DeltaTable(str(tmp_path / "warehouse" / DEADLETTER_TABLE)).to_pyarrow_table().to_pylist()
+    broken = {r["source_line"] for r in dead}
+    clean = [line for n, line in enumerate(http, 1) if n not in broken][:3]
+    assert len(clean) == 3
+    (folder / "more.jsonl").write_text("\n".join(clean) + "\n")  # the same clean records, landed again
+
+    assert main(["run", "--date", DAY.isoformat(), "--incremental", "--json", "--no-analytics"]) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (second["kind"], second["records"], second["deadletter"]) == ("incremental", 3, {})
+    with DagsterInstance.get() as instance:
+        latest = instance.get_latest_materialization_event(AssetKey("deadletter"))
+        assert latest.run_id == instance.get_runs()[0].run_id  # the increment's own run reported it
+        metadata = latest.asset_materialization.metadata
+        assert metadata["run_kind"].value == "incremental" and metadata["rows_added"].value == 0
+        assert metadata["records_read"].value == 3 and metadata["records_read_day"].value == len(http) + 3
+        checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [AssetCheckKey(AssetKey("deadletter"), "conservation"), AssetCheckKey(AssetKey("deadletter"), "landing")])
+        assert {k.name: v.status.value for k, v in checks.items()} == {"conservation": "SUCCEEDED", "landing": "SUCCEEDED"}
+        assert all(v.run_id == latest.run_id for v in checks.values())
+
+
 def test_two_increments_of_one_day_at_once_commit_each_range_once(tmp_path, demo):
     """Two runs plan the same new range: per table one append takes it (Delta's application
     transaction; the other's append is refused as a conflict or seen as done) and its copy of

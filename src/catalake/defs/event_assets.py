@@ -146,8 +146,8 @@ def build_events_asset(settings: Settings):
         with event_batch(context.instance):
             result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
         result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
-        if DEADLETTER_TABLE not in result.written:
-            return
+        if DEADLETTER_KEY not in context.selected_asset_keys:
+            return  # a subset run of message tables: the day's dead letters are not its output
         # read back from every table, subset run or not: the day's rows must add up
         clock = time.perf_counter()
         ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
@@ -183,6 +183,7 @@ def deadletter_materialization(result, store, tables) -> MaterializeResult:
             **({"fallback": result.fallback} if result.fallback else {}),
             **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
                 "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
+            **({"rows_added": sum(result.deadletter.values())} if result.kind == "incremental" else {}),
             "by_reason": MetadataValue.json(result.deadletter),
             "per_table": MetadataValue.md(markdown_table(
                 ["table", "message", "rows"],
