@@ -116,7 +116,7 @@ def test_a_required_property_not_under_properties_is_enforced(tmp_path):
         assert outcome(c, event(data=good))[2], (schema, good)
     # a required property whose schema is an enum of one scalar kind (no `type`) is compiled exactly:
     # present it is never null, absent or null it is refused, without jsonschema on every record
-    from catalake.platform.schemas.payload import uncompiled
+    from catalake.platform.schemas.coverage import uncompiled
 
     schema = {"type": "object", "required": ["s"], "properties": {"s": {"enum": ["ok", "failed"]}}}
     assert uncompiled(schema) == set()

@@ -18,6 +18,16 @@ RFC3339 = re.compile(
 UTC = dt.timezone.utc
 
 
+def is_integer(value) -> bool:
+    """A JSON integer as parsed (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """A JSON number as parsed (a bool is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def as_text(value) -> str | None:
     """A JSON value as text: strings as they are, other scalars and structures as JSON text
     (what a header or attribute holds when it is not a string)."""

@@ -285,7 +285,7 @@ def rule_payload_required(table: MessageTable) -> Iterator[Expectation]:
 
 def rule_payload_enum(table: MessageTable) -> Iterator[Expectation]:
     """`enum` / `const` (JSON Schema) and Avro enum symbols: values in the set (not of a
-    timestamp or date column, which holds no text: jsonschema checks those, payload.uncompiled)."""
+    timestamp or date column, which holds no text: jsonschema checks those, coverage.uncompiled)."""
     for path, f, _, check in _payload(table):
         values = check.get("enum") if "enum" in check else ([check["const"]] if "const" in check else None)
         if values is not None and not isinstance(f.dataType, TEXTLESS):

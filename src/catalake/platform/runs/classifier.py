@@ -33,7 +33,8 @@ from ..patterns import PatternTimeout
 from ..uris import adopt, relative
 from ..catalog.matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
 from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
-from ..schemas.payload import compile_payload, uncompiled
+from ..schemas.coverage import uncompiled
+from ..schemas.payload import compile_payload
 from ..records.protocols import BINDINGS
 from ..quality.evaluation import SuiteCheck, failure_detail
 from ..records.record import MISSING, Record, batch_events, normalize, record_fault
@@ -156,7 +157,7 @@ class TableSpec:
 
     def jsonschema_errors(self, value, native: list) -> list[tuple[str, str]]:
         """jsonschema's findings that the native typing and checks do not report: those reached
-        through a keyword not compiled exactly (`payload.uncompiled`), but for the ones `native`
+        through a keyword not compiled exactly (`coverage.uncompiled`), but for the ones `native`
         already names."""
         errors = schema_errors(self.jsonschema, value)
         if errors is None:

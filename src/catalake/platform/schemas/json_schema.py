@@ -350,7 +350,7 @@ class _Mapper:
 
 def _unchecked_meta(meta: dict) -> dict:
     """Column metadata without value checks, at any depth: a check of one member of a union is
-    no check of the union (jsonschema decides those keywords, payload.uncompiled)."""
+    no check of the union (jsonschema decides those keywords, coverage.uncompiled)."""
     return {k: _unchecked_meta(v) if k in (keys.ITEMS, keys.VALUES) and isinstance(v, dict) else v
             for k, v in meta.items() if k != keys.CHECK}
 

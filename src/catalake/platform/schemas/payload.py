@@ -18,10 +18,9 @@ What a type needs beyond its Spark type is metadata too (JSON Structure, schemas
 `catalake.format` (the syntax of uuid, uri, jsonpointer, time, duration), `catalake.wire` (the
 key a property has in the record).
 
-A data schema using keywords this does not compile exactly (`not`, `if`, `dependentRequired`,
-`uniqueItems`, `multipleOf`, a `required` name not under `properties`, a type list, ...: `uncompiled`)
-is also validated by jsonschema itself (the classifier), and every error it finds counts; so is a
-recursive one (`catalake.recursion`: kept as JSON text). `needs_python_validation` tells which.
+A data schema using keywords this does not compile exactly (coverage.py `uncompiled`) is also
+validated by jsonschema itself (the classifier), and every error it finds counts; so is a
+recursive one (`catalake.recursion`: kept as JSON text).
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..jsonvalues import UTC, from_base64, iso_datetime, rfc3339
+from ..jsonvalues import UTC, from_base64, is_integer, is_number, iso_datetime, rfc3339
 from ..patterns import PatternError, compile_pattern
 from . import keys
 
@@ -63,31 +62,6 @@ FORMATS = {
     "hostname": r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
     "ipv4": r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$",
 }
-# every JSON Schema keyword (draft-04 to 2020-12) that asserts something of an instance; the
-# others (title, $comment, format, vendor keywords, ...) only describe it
-ASSERTIONS = {
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-    "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
-    "maxProperties", "minProperties", "required", "dependentRequired", "dependencies", "properties",
-    "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems", "contains",
-    "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
-    "unevaluatedItems", "unevaluatedProperties", "$ref", "$recursiveRef", "$dynamicRef",
-}
-# the ones the typing and the suite compile (json_schema.py maps them, `constraints` carries their
-# values), each under the conditions `_uncompiled_here` checks
-COMPILED = {
-    "type", "enum", "const", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
-    "minLength", "pattern", "maxItems", "minItems", "required", "properties", "additionalProperties", "items", "$ref",
-}
-# the keywords whose values are schemas (or maps or lists of schemas), walked for more keywords
-SUBSCHEMAS = {
-    "properties", "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems",
-    "contains", "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
-    "dependencies", "unevaluatedItems", "unevaluatedProperties", "definitions", "$defs", "contentSchema",
-}
-BY_KIND = {"number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
-           "string": {"minLength", "maxLength", "pattern"}, "array": {"minItems", "maxItems", "items"},
-           "object": {"properties", "additionalProperties", "required"}}
 INTEGER_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
 JSON_INT = re.compile(r"-?(0|[1-9][0-9]*)")  # RFC 8259 section 6 `[minus] int`
 # JSON Structure string types with a syntax (core, "Primitive types"): a value without it is
@@ -107,89 +81,6 @@ EPOCH_DAY = dt.date(1970, 1, 1)
 Errors = list  # of (rule id, message)
 Node = Callable[[Any, Errors], Any]  # a present, non-null JSON value -> its typed value
 
-
-def needs_python_validation(schema: Any) -> bool:
-    """Whether a JSON Schema document uses a keyword the native checks do not compile exactly:
-    its payloads are then validated by jsonschema too (classifier.py), never let through on
-    the keywords it could not check."""
-    return bool(uncompiled(schema))
-
-
-def uncompiled(schema: Any) -> set[str]:
-    """The assertion keywords of a JSON Schema document that the native typing and checks do not
-    compile exactly (`not`, `multipleOf`, a `required` name not under `properties`, a type
-    list, ...), anywhere in it."""
-    found: set[str] = set()
-    if isinstance(schema, dict):
-        found |= _uncompiled_here(schema)
-        for key in SUBSCHEMAS & schema.keys():
-            value = schema[key]
-            children = value.values() if key in ("properties", "patternProperties", "definitions", "$defs",
-                                                 "dependentSchemas", "dependencies") and isinstance(value, dict) else [value]
-            for child in children:
-                found |= uncompiled(child)
-    elif isinstance(schema, list):
-        for child in schema:
-            found |= uncompiled(child)
-    elif schema is False:
-        found.add("false")
-    return found
-
-
-def _scalar_kind(values: list) -> str | None:
-    """'string' or 'number' when every value of an enum/const is of that JSON kind (null aside),
-    the values the native check compares; None otherwise."""
-    kinds = {"string" if isinstance(v, str) else "number" if _is_number(v) else "other" for v in values if v is not None}
-    return next(iter(kinds)) if len(kinds) == 1 and "other" not in kinds else None
-
-
-def _not_null(schema) -> bool:
-    """Whether a property's column is null only when the property is absent (its schema has one
-    type, not null; a `$ref` is taken to name such a schema): then `required` is its not-null check."""
-    if not isinstance(schema, dict):
-        return False
-    if set(schema) & ASSERTIONS == {"$ref"}:
-        return True
-    declared = schema.get("type")
-    if declared is None:  # an enum or const of one scalar kind without null: never a null column when present
-        values = schema["enum"] if isinstance(schema.get("enum"), list) else [schema["const"]] if "const" in schema else None
-        return values is not None and None not in values and _scalar_kind(values) is not None
-    return isinstance(declared, str) and declared != "null"
-
-
-def _uncompiled_here(node: dict) -> set[str]:
-    """One schema node's assertion keywords that its mapping (json_schema.py) does not check exactly."""
-    found = (ASSERTIONS & node.keys()) - COMPILED
-    declared = node.get("type")
-    types = declared if isinstance(declared, list) else [declared] if declared is not None else []
-    kinds = [t for t in types if t != "null"]
-    if len(kinds) > 1 or (types and not kinds):  # a union kept as JSON text, or null alone: nothing checked
-        found |= ASSERTIONS & node.keys()
-    values = node["enum"] if isinstance(node.get("enum"), list) else [node["const"]] if "const" in node else None
-    if values is not None and _scalar_kind(values) is None:
-        found.add("enum" if "enum" in node else "const")
-    kind = kinds[0] if len(kinds) == 1 else None
-    kind = "number" if kind == "integer" else kind
-    if not types:  # the type is inferred, for every instance; JSON Schema applies keywords by kind
-        inferred = {k for k, names in BY_KIND.items() if names & node.keys()}
-        if inferred or (values is None and ASSERTIONS & node.keys() - {"$ref"}):
-            found |= ASSERTIONS & node.keys() - {"$ref"}
-    if kind == "string" and node.get("format") in ("date-time", "date"):
-        found |= {"minLength", "maxLength", "pattern", "enum", "const"} & node.keys()  # a timestamp or date column: no text left
-    properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
-    if kind == "object":
-        required = node.get("required") or []
-        if not isinstance(required, list) or not all(name in properties and _not_null(properties[name]) for name in required):
-            found.add("required")  # a property not mapped, or whose column is null when present
-        extra = node.get("additionalProperties", True)
-        if not (extra is True or (extra is False and properties) or (isinstance(extra, dict) and not properties
-                                                                       and "patternProperties" not in node)):
-            found.add("additionalProperties")
-    if kind == "array" and not (node.get("items", True) is True or isinstance(node.get("items"), dict)):
-        found.add("items")
-    if "$ref" in node and ASSERTIONS & node.keys() - {"$ref"}:
-        found |= ASSERTIONS & node.keys()  # siblings of a $ref: merged by the mapping, both apply in 2019-09 and later
-    return found
 
 
 def shown(value) -> str:
@@ -211,14 +102,6 @@ def _type_error(path: str, expected: str) -> Callable[[Any, Errors], None]:
         errors.append((rule, f"{path}: {shown(value)} {expected}"))
 
     return report
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _comparable(v) -> bool:
@@ -251,7 +134,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
         bad = _type_error(path, "is not of type 'number'")
 
         def number(v, errors):
-            if _is_number(v):
+            if is_number(v):
                 return float(v)
             bad(v, errors)
         return number
@@ -262,7 +145,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
         inexact_rule, inexact = f"{path}:scale", f"has more decimal places than the column's scale {dtype.scale} (never rounded)"
 
         def decimal_(v, errors):
-            if _is_number(v) or isinstance(v, str):
+            if is_number(v) or isinstance(v, str):
                 try:
                     given = decimal.Decimal(str(v))
                     value = given.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
@@ -293,7 +176,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
             value = None
             if isinstance(v, str):  # an instant needs its offset (RFC 3339); a local timestamp has none
                 value = iso_datetime(v) if naive else rfc3339(v)
-            elif per_second and _is_int(v):
+            elif per_second and is_integer(v):
                 try:
                     value = EPOCH + dt.timedelta(microseconds=v * (1_000_000 // per_second))
                 except OverflowError:
@@ -309,7 +192,7 @@ def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
             try:
                 if isinstance(v, str):
                     return dt.date.fromisoformat(v[:10]) if len(v) == 10 else iso_datetime(v).date()
-                if unit == "days" and _is_int(v):
+                if unit == "days" and is_integer(v):
                     return EPOCH_DAY + dt.timedelta(days=v)
             except (ValueError, AttributeError, OverflowError):
                 pass
@@ -348,9 +231,9 @@ def _integer(dtype: DataType, meta: dict, path: str) -> Node:
             v = int(v)
         elif isinstance(v, float) and v.is_integer():  # 1.0 is an integer (JSON Schema draft 6 on; JSON has one number type)
             v = int(v)
-        if _is_int(v) and low <= v <= high:
+        if is_integer(v) and low <= v <= high:
             return decimal.Decimal(v) if as_decimal else v
-        (too_wide if _is_int(v) else bad)(v, errors)
+        (too_wide if is_integer(v) else bad)(v, errors)
     return integer
 
 
@@ -377,13 +260,13 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
         ("exclusiveMaximum", lambda v, x: v >= x, "is greater than or equal to the maximum of"),
     ):
         limit = rules.get(key)
-        if _is_number(limit):
+        if is_number(limit):
             add("range", lambda v, f=fails, x=limit: _comparable(v) and f(v, x), lambda v, t=text, x=limit: f"{path}: {shown(v)} {t} {x}")
     if isinstance(dtype, StringType):
-        if _is_int(rules.get("minLength")):
+        if is_integer(rules.get("minLength")):
             n = rules["minLength"]
             add("length", lambda v: len(v) < n, lambda v: f"{path}: {shown(v)} is shorter than {n}")
-        if _is_int(rules.get("maxLength")):
+        if is_integer(rules.get("maxLength")):
             m = rules["maxLength"]
             add("length", lambda v: len(v) > m, lambda v: f"{path}: {shown(v)} is longer than {m}")
         if isinstance(rules.get("pattern"), str):
@@ -394,10 +277,10 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
             if regex is not None:
                 add("pattern", lambda v: regex.search(v) is None, lambda v: f"{path}: {shown(v)} does not match {regex.pattern!r}")
     if isinstance(dtype, (ArrayType, MapType)):
-        if _is_int(rules.get("minItems")):
+        if is_integer(rules.get("minItems")):
             n = rules["minItems"]
             add("items", lambda v: len(v) < n, lambda v: f"{path}: has fewer than {n} items")
-        if _is_int(rules.get("maxItems")):
+        if is_integer(rules.get("maxItems")):
             m = rules["maxItems"]
             add("items", lambda v: len(v) > m, lambda v: f"{path}: has more than {m} items")
     if isinstance(dtype, ArrayType) and rules.get("unique") is True:
