@@ -35,8 +35,8 @@ def main() -> int:
 
     from catalake.platform.catalog import load_catalog
     from catalake.platform.runs.day import classify_partition
-    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.spark import build_session
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 
     catalog_dir, landing = write(Path(args.work), args.definitions, args.records)

@@ -23,7 +23,6 @@ import time
 import warnings
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[1]
 PG_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
 

@@ -27,9 +27,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, catalog, event  # noqa: E402
-
 from catalake.demo import writers as formats  # noqa: E402
+from workload import DAY, catalog, event  # noqa: E402
 
 LAYOUTS = {"jsonl": "day", "zstd": "hive", "avro": "capture", "amqp-jsonl": "day", "parquet": "connect", "kafka-jsonl": "day"}
 
@@ -71,8 +70,8 @@ def write(work: Path, records: int, definitions: int) -> Path:
 
 def measure(spark, base: Path, name: str, repeats: int) -> dict:
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.day import classify_partition, conservation
     from catalake.platform.landing.listing import list_day
+    from catalake.platform.runs.day import classify_partition, conservation
     from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 

@@ -127,9 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     from catalake.platform.catalog import load_catalog
     from catalake.platform.runs.day import classify_partition, conservation
     from catalake.platform.runs.increment import classify_increment
+    from catalake.platform.spark import build_session
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
     from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-    from catalake.platform.spark import build_session
     from catalake.platform.warehouse.store import DeltaStore
 
     work = Path(args.work)

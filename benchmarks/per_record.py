@@ -32,10 +32,10 @@ def main() -> int:
     args = parser.parse_args()
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
     from catalake.platform.landing.listing import list_day
     from catalake.platform.landing.planning import plan_tasks
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
     from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_dir, landing = write(Path(args.work), args.definitions, args.records, args.patterns)

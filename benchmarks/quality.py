@@ -32,12 +32,12 @@ from workload import DAY, write  # noqa: E402
 
 
 def engine_seconds(catalog_dir: Path, landing: Path, work: Path, quality: bool) -> float:
-    from catalake.platform.quality import evaluation as q
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
     from catalake.platform.landing.listing import partition_files
     from catalake.platform.landing.planning import plan_tasks
+    from catalake.platform.quality import evaluation as q
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
     from catalake.platform.warehouse.message_tables import message_tables
 
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])

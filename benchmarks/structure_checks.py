@@ -17,9 +17,9 @@ import time
 
 from json_structure import InstanceValidator
 
-from catalake.platform.warehouse.message_tables import relax
-from catalake.platform.schemas.payload import compile_payload
 from catalake.platform.schemas.json_structure import json_structure_field
+from catalake.platform.schemas.payload import compile_payload
+from catalake.platform.warehouse.message_tables import relax
 
 SCHEMA = {"$schema": "https://json-structure.org/meta/validation/v0/#", "$id": "urn:bench", "name": "T", "type": "object",
           "required": ["a"], "properties": {

@@ -59,11 +59,11 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.quality.suites import build_suite
-    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-    from catalake.platform.spark import build_session
-    from catalake.platform.warehouse.store import DeltaStore
     from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.suites import build_suite
+    from catalake.platform.spark import build_session
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+    from catalake.platform.warehouse.store import DeltaStore
 
     catalog_dir = REPO / "src" / "catalake" / "demo" / "catalog"
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])

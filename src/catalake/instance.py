@@ -93,12 +93,12 @@ def runs_of_code_location(instance, module: str = CODE_MODULE, location: str = C
     hence the instance's `create_run_for_job` given it here."""
     import sys
 
+    from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
     from dagster._core.remote_origin import (
         ManagedGrpcPythonEnvCodeLocationOrigin,
         RemoteJobOrigin,
         RemoteRepositoryOrigin,
     )
-    from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
     origin = ManagedGrpcPythonEnvCodeLocationOrigin(

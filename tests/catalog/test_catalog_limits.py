@@ -7,10 +7,10 @@ import pytest
 
 from catalake.platform.catalog import CatalogError, load_catalog
 from catalake.platform.catalog.documents import read_file
-from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.landing.listing import partition_files
 from catalake.platform.landing.planning import plan_tasks
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
 
 DAY = dt.date(2026, 11, 20)

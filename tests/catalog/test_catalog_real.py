@@ -3,7 +3,6 @@
 import pytest
 
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
-
 from support.public_catalogs import BROKEN, VALID
 
 

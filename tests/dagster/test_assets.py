@@ -4,17 +4,15 @@ import json
 import shutil
 
 import pytest
-
 from dagster import AssetKey, materialize
 
-from catalake.defs import message_catalog
 from catalake.definitions import defs
+from catalake.defs import message_catalog
 from catalake.location import build_definitions
-from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.config import Settings
+from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.store import DeltaStore
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
-
 from support.paths import DEMO_CATALOG
 
 

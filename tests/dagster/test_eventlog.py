@@ -6,7 +6,6 @@ from dagster import AssetCheckKey, AssetKey, DagsterEventType
 
 from catalake.eventlog import BatchingSqliteEventLogStorage
 from catalake.instance import DEFAULT_CONFIG, ensure_config
-
 from support.eventlog_step import DAY, TABLES, _run, _stored
 
 

@@ -20,14 +20,14 @@ import pytest
 from deltalake import DeltaTable
 
 from catalake.platform import uris
-from catalake.platform.warehouse.names import warehouse_tables
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import catalog_roots
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.warehouse.names import warehouse_tables
 from catalake.platform.warehouse.store import DeltaStore
-
-from support.classify import DAY as AZURE_DAY, land_azure
+from support.classify import DAY as AZURE_DAY
+from support.classify import land_azure
 from support.paths import DEMO_CATALOG, REPO
 from support.services import s3_server, spark_cluster, stop, wait_for_port
 

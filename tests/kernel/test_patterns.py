@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.patterns import (
@@ -27,7 +28,6 @@ from catalake.platform.schemas.payload import FORMATS
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, schema_problems, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
-
 from support.paths import DEMO_CATALOG, SHARED_DATA
 
 DAY = dt.date(2026, 11, 20)

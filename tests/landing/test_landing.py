@@ -2,18 +2,17 @@
 a jail for the landing root, bounded records, corrupt compressed files; in plain Python."""
 
 import datetime as dt
-import os
 import gzip
 import json
+import os
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.landing.listing import Landed, partition_files
 from catalake.platform.landing.planning import plan_tasks
 from catalake.platform.landing.reading import MAX_RECORD_BYTES, read_piece
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
-
 from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 20)

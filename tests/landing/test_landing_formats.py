@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from catalake.demo.generate import day_records, write_layouts
 from catalake.demo.writers import (
     CAPTURE_SCHEMA,
     capture_records,
@@ -23,19 +24,17 @@ from catalake.demo.writers import (
     write_snappy_lines,
     write_zstd_lines,
 )
-from catalake.demo.generate import day_records, write_layouts
 from catalake.platform import layouts
 from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.normalize import protocol_family
-from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import DEMO_DIR, Settings
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.landing.listing import Landed, landing_partitions, list_day
 from catalake.platform.landing.planning import plan_tasks, tiling_faults
 from catalake.platform.landing.reading import read_piece
+from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
-
 from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 21)

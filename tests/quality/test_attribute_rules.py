@@ -10,16 +10,16 @@ import json
 
 import pytest
 
-from catalake.platform.records.attributes import column_value
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
+from catalake.platform.catalog.matcher import CompiledCatalog, Match
+from catalake.platform.jsonvalues import as_text
 from catalake.platform.quality.expectations import IN_SET, MATCH_REGEX, OF_TYPE, import_gx, suite_expectations
 from catalake.platform.quality.suites import build_suite
-from catalake.platform.jsonvalues import as_text
-from catalake.platform.catalog.matcher import CompiledCatalog, Match
-from catalake.platform.warehouse.message_tables import message_tables
+from catalake.platform.records.attributes import column_value
 from catalake.platform.records.record import normalize
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
+from catalake.platform.warehouse.message_tables import message_tables
 
 DAY = dt.date(2026, 11, 20)
 TYPED = {
@@ -101,8 +101,8 @@ def through_the_classifier(c: Classifier, name: str, value):
 def gx_pandas():
     """GX's own engine on a pandas frame of one column: the values an expectation finds unexpected."""
     gx = import_gx()
-    from great_expectations.data_context.types.base import ProgressBarsConfig
     import pandas as pd
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)

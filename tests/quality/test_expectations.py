@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition
+from catalake.platform.catalog.matcher import template_regex
 from catalake.platform.config import catalog_roots
 from catalake.platform.quality.expectations import (
     ERROR,
@@ -26,6 +26,7 @@ from catalake.platform.quality.expectations import (
     rule_uritemplates,
     suite_expectations,
 )
+from catalake.platform.quality.referee import Validator
 from catalake.platform.quality.suites import (
     build_suite,
     document_json,
@@ -36,10 +37,8 @@ from catalake.platform.quality.suites import (
     suite_json,
     sync_suites,
 )
-from catalake.platform.catalog.matcher import template_regex
+from catalake.platform.runs.day import classify_partition
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-from catalake.platform.quality.referee import Validator
-
 from support.classify import DAY, ce, classify_day, jsonl, land, land_azure
 from support.orders import CATALOG, _order
 from support.public_catalogs import VALID

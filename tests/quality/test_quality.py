@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, DagsterInstance
 
+from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
 from catalake.platform.quality.expectations import (
     BETWEEN,
     ERROR,
@@ -21,8 +22,6 @@ from catalake.platform.quality.expectations import (
     WARN,
     Expectation,
 )
-from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
-
 from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 20)
@@ -214,15 +213,15 @@ def test_stored_gx_results_and_data_docs_show_the_same_numbers(seeded):
 def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     """The referee: the same records, typed but not filtered, validated by GX's own engine."""
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
-    from catalake.platform.quality.suites import build_suite
     from catalake.platform.landing.listing import partition_files
     from catalake.platform.landing.planning import plan_tasks
-    from catalake.platform.warehouse.message_tables import message_tables
-    from catalake.platform.warehouse.arrowschemas import arrow_schema
-    from catalake.platform.warehouse.store import DeltaStore
     from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.suites import build_suite
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
+    from catalake.platform.warehouse.arrowschemas import arrow_schema
+    from catalake.platform.warehouse.message_tables import message_tables
+    from catalake.platform.warehouse.store import DeltaStore
 
     base, landing, warehouse, run = seeded
     catalogs = [DEMO_CATALOG, base / "shop"]

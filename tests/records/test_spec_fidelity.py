@@ -4,8 +4,8 @@
 import json
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.records.attributes import media_type_matches
 from catalake.platform.catalog.matcher import CompiledCatalog
+from catalake.platform.records.attributes import media_type_matches
 from catalake.platform.records.record import normalize
 
 
@@ -186,10 +186,10 @@ def test_http_methods_and_field_names_are_tokens_and_amqp_keys_symbols_rfc9110_5
 def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     import datetime as dt
 
-    from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
     from catalake.platform.landing.listing import partition_files
     from catalake.platform.landing.planning import plan_tasks
+    from catalake.platform.runs.classifier import Classifier
+    from catalake.platform.runs.plan import Plan
     from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_path = tmp_path / "catalog.xreg.json"
@@ -220,8 +220,8 @@ def test_patterns_are_read_as_ecma_262_reads_them_json_schema_validation_6_3_3(t
     import pytest
 
     from catalake.platform.catalog import CatalogError
-    from catalake.platform.warehouse.message_tables import message_tables
     from catalake.platform.patterns import PatternError, compile_pattern
+    from catalake.platform.warehouse.message_tables import message_tables
 
     assert compile_pattern(r"^\d+$").search("١٢٣") is None  # Arabic-Indic digits: not \d in ECMA 262
     assert compile_pattern(r"^\d+$").search("123")

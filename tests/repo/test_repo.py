@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 from catalake.demo.generate import main as generate
-
 from support.paths import REPO
 
 

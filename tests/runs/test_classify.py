@@ -10,18 +10,17 @@ import pytest
 from pyspark.sql import functions as F
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.catalog.matcher import template_regex
 from catalake.platform.config import DEMO_DIR
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.landing.listing import Landed, partition_files
 from catalake.platform.landing.planning import Piece, plan_tasks
 from catalake.platform.landing.reading import Unsupported, read_piece
-from catalake.platform.catalog.matcher import template_regex
-from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.records.protocols import BINDINGS
 from catalake.platform.records.record import MISSING, normalize
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.recovery import RUNS_DIR
-
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from support.classify import DAY, ce, classify_day, jsonl, land, land_azure
 from support.paths import DEMO_CATALOG, REPO
 

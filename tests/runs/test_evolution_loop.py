@@ -8,9 +8,8 @@ from deltalake import DeltaTable
 
 from catalake import cli
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.config import catalog_roots
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.drift import (
     candidates,
     deadletter_rows,
@@ -18,9 +17,9 @@ from catalake.platform.runs.drift import (
     infer_schema,
     proposals_document,
 )
-from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.runs.replay import replay_partition
-
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+from catalake.platform.warehouse.message_tables import message_tables
 from support.evolution import DAY, KNOWN, classified_day
 
 

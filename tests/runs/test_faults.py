@@ -82,8 +82,8 @@ def group_alive(pgid: int) -> bool:
 
 
 def dead_spills() -> list[str]:
-    from catalake.platform.runs.taskio import SPILL_PREFIX
     from catalake.platform.runs.recovery import alive
+    from catalake.platform.runs.taskio import SPILL_PREFIX
 
     return [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(SPILL_PREFIX)
             and not alive(int(n[len(SPILL_PREFIX):].split("-", 1)[0]))]
@@ -169,12 +169,11 @@ def immutable(path: Path):
 def replay_ready(spark, tmp_path):
     """The evolution loop's day classified with one definition, and the catalog with the drift
     proposals (9 dead letters now match): (catalog dir, warehouse, store, tables, first result)."""
-    from support.evolution import classified_day
-
     from catalake.platform.catalog import load_catalog
     from catalake.platform.config import catalog_roots
     from catalake.platform.runs.drift import candidates, deadletter_rows, proposals_document
     from catalake.platform.warehouse.message_tables import message_tables
+    from support.evolution import classified_day
 
     catalog_dir, warehouse, store, tables, first = classified_day(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -190,12 +189,12 @@ def test_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_replay
     """The dead-letter commit of a replay fails (its `_delta_log` immutable) after the tables'
     appends: the journal and every file it names stay; the next replay rolls it forward into a
     dead-letter table every reader can read, conserved, with nothing left behind."""
-    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs.recovery import RUNS_DIR
-    from catalake.platform.runs.day import conservation
-    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-    from catalake.platform.runs.replay import replay_partition
     from catalake.platform.errors import StorageError
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.day import conservation
+    from catalake.platform.runs.recovery import RUNS_DIR
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
     _, warehouse, store, tables, first = replay_ready(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -237,13 +236,13 @@ def stopped_replay(spark, store, tables, monkeypatch):
 
 
 def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
-    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.day import classify_partition, conservation
-    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-    from catalake.platform.runs.replay import replay_partition
     from catalake.platform.errors import StorageError
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.day import classify_partition, conservation
+    from catalake.platform.runs.recovery import RUNS_DIR
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
     catalog_dir, warehouse, store, tables, first = replay_ready(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
@@ -309,8 +308,8 @@ def site_events(first: int, count: int) -> bytes:
 
 def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.day import classify_partition
     from catalake.platform.config import catalog_roots
+    from catalake.platform.runs.day import classify_partition
     from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 
     catalog = load_catalog([catalog_dir])
@@ -324,13 +323,13 @@ def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
 def test_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
     """kill -9 of `catalake replay` after its part files appear, before its journal: the next
     replay removes them (the replay was recorded as a partition run is), and moves the rows."""
-    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.runs.day import conservation
     from catalake.platform.config import catalog_roots
-    from catalake.platform.warehouse.message_tables import message_tables
+    from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
+    from catalake.platform.runs.day import conservation
+    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.warehouse.message_tables import message_tables
     from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"
@@ -376,9 +375,9 @@ def test_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
 def test_a_large_file_that_grows_during_the_run_is_read_up_to_its_listed_size(spark, tmp_path, monkeypatch):
     """A JSON lines file cut into two tasks, its last line half written when listed, grows while
     the run reads it: the run reads the complete lines of its listed size; the next run the rest."""
+    from catalake.platform.landing.planning import MIN_TASK_BYTES
     from catalake.platform.runs import day as classify_module
     from catalake.platform.runs.day import conservation
-    from catalake.platform.landing.planning import MIN_TASK_BYTES
     from catalake.platform.warehouse.store import DeltaStore
 
     landing = tmp_path / "landing"

@@ -18,14 +18,13 @@ import pytest
 from deltalake import DeltaTable
 
 from catalake.demo.generate import day_records
-from catalake.platform.runs import ledger as increments
 from catalake.platform.catalog import load_catalog
+from catalake.platform.runs import ledger as increments
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.increment import classify_increment
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
-
 from support.paths import DEMO_CATALOG, REPO
 
 DAY = dt.date(2026, 11, 21)

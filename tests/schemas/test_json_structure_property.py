@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 from json_structure import InstanceValidator
 
 from catalake.platform.catalog import load_catalog
+from catalake.platform.landing.planning import Piece
 from catalake.platform.runs.classifier import Classifier
 from catalake.platform.runs.plan import Plan
-from catalake.platform.landing.planning import Piece
-from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.warehouse.arrowschemas import arrow_schema
-
+from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, event, structure_message
 from support.structure_instances import NAME, instances
 

@@ -14,14 +14,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from catalake.platform.catalog import load_catalog
+from catalake.platform.catalog.matcher import compile_definition
+from catalake.platform.landing.planning import Piece
 from catalake.platform.runs.classifier import Classifier
 from catalake.platform.runs.plan import Plan
-from catalake.platform.landing.planning import Piece
-from catalake.platform.catalog.matcher import compile_definition
-from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
 from catalake.platform.warehouse.arrowschemas import arrow_schema
-
+from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, record_for
 from support.public_catalogs import VALID
 from support.structure_instances import instances

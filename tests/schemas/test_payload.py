@@ -5,8 +5,8 @@ import decimal
 
 from pyspark.sql.types import DecimalType, StructField, StructType, TimestampType
 
-from catalake.platform.schemas.payload import compile_payload
 from catalake.platform.schemas.json_schema import json_schema_to_spark
+from catalake.platform.schemas.payload import compile_payload
 
 SCHEMA = {
     "type": "object",

@@ -8,13 +8,13 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catalake.display import catalog_rows
 from catalake.platform.catalog import load_catalog, read_catalog
-from catalake.platform.warehouse.catalog_table import catalog_row
+from catalake.platform.records.record import normalize
 from catalake.platform.runs.classifier import Classifier
 from catalake.platform.runs.plan import Plan
+from catalake.platform.warehouse.catalog_table import catalog_row
 from catalake.platform.warehouse.message_tables import message_tables
-from catalake.platform.records.record import normalize
-from catalake.display import catalog_rows
 
 DAY = dt.date(2026, 11, 20)
 

@@ -10,7 +10,6 @@ import pytest
 from catalake.platform.catalog import load_catalog
 from catalake.platform.quality.expectations import suite_expectations
 from catalake.platform.warehouse.message_tables import message_tables
-
 from support.onepass import event, run_day, structure_message
 
 UTC = dt.timezone.utc
@@ -150,11 +149,10 @@ def test_the_cases_through_a_spark_partition_run_into_delta_tables(spark, tmp_pa
 
     from deltalake import DeltaTable
 
-    from catalake.platform.runs.day import classify_partition
     from catalake.platform.config import catalog_roots
+    from catalake.platform.runs.day import classify_partition
     from catalake.platform.warehouse.message_tables import sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
-
     from support.onepass import DAY
 
     schema = {"type": "object", "properties": {

@@ -4,8 +4,21 @@ import json
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, DateType, DecimalType, DoubleType, FloatType, IntegerType, LongType,
-    MapType, StringType, StructField, StructType, TimestampNTZType, TimestampType,
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from catalake.platform.schemas.avro import avro_to_spark

@@ -4,7 +4,16 @@ import json
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType, BooleanType, DateType, DoubleType, LongType, MapType, StringType, StructField, StructType, TimestampType,
+    ArrayType,
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 from referencing import Registry
 

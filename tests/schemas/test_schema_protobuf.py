@@ -2,8 +2,19 @@
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
-    StringType, StructField, StructType, TimestampType,
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from catalake.platform.schemas.json_schema import SchemaError

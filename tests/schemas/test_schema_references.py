@@ -6,7 +6,6 @@ import pytest
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
-
 from support.paths import DEMO_CATALOG
 
 REGISTRY = {

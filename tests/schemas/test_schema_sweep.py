@@ -6,7 +6,6 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.schemas.derive import spark_type
 from catalake.platform.schemas.json_schema import SchemaError
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
-
 from support.public_catalogs import VALID
 
 

@@ -9,8 +9,8 @@ import json
 import shutil
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition
 from catalake.platform.config import catalog_roots
+from catalake.platform.runs.day import classify_partition
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 
 DAY = dt.date(2026, 11, 20)

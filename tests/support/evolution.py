@@ -7,8 +7,8 @@ import datetime as dt
 import json
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.day import classify_partition
 from catalake.platform.config import catalog_roots
+from catalake.platform.runs.day import classify_partition
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.landing.listing import partition_files
 from catalake.platform.landing.planning import plan_tasks
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
 
 DAY = dt.date(2026, 11, 20)

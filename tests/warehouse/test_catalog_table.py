@@ -7,7 +7,6 @@ from deltalake import DeltaTable
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, catalog_row, write_catalog_table
-
 from support.paths import DEMO_CATALOG
 
 

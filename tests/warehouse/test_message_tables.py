@@ -6,14 +6,20 @@ from datetime import date, datetime, timezone
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import (
-    BooleanType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots
 from catalake.platform.warehouse.evolution import EvolutionError, plan_evolution
 from catalake.platform.warehouse.message_tables import message_table, message_tables, sync_message_tables
-
 from support.paths import DEMO_CATALOG
 
 

@@ -7,8 +7,8 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.errors import StorageError
+from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.backends import native_delta_available
 from catalake.platform.warehouse.files import PartFiles
 from catalake.platform.warehouse.store import DeltaStore

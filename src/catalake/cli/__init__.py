@@ -6,11 +6,20 @@ import argparse
 import sys
 
 from catalake.platform import layouts, uris
+
 from . import (
     catalog_commands as catalog,
+)
+from . import (
     deadletter_commands as deadletters,
+)
+from . import (
     quality_commands as quality,
+)
+from . import (
     run_command as runs,
+)
+from . import (
     warehouse_commands as warehouse,
 )
 from .usage import UsageError

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from catalake.display import catalog_rows, text_table
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
 from catalake.platform.config import Settings
-from catalake.display import catalog_rows, text_table
 
 
 def catalog_validate(args) -> int:

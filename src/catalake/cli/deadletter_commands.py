@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catalake.platform.config import Settings
 from catalake.display import text_table
+from catalake.platform.config import Settings
+
 from . import usage
 from .context import Context
 

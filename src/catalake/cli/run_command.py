@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from catalake.platform.catalog import CatalogError
 from catalake.platform import layouts, uris
+from catalake.platform.catalog import CatalogError
 from catalake.platform.config import Settings
+
 from . import usage
 from .context import Context
 from .usage import UsageError
@@ -41,8 +42,8 @@ def _catalog_current(instance, settings: Settings) -> bool:
     from dagster import AssetKey
     from deltalake import DeltaTable
 
-    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.config import SUITES_DIR
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.warehouse.message_tables import catalog_fingerprint
 
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 
+from catalake.display import text_table
 from catalake.platform import uris
 from catalake.platform.config import Settings
-from catalake.display import text_table
+
 from .context import Context
 from .usage import UsageError
 

@@ -4,9 +4,9 @@ imported only by the definitions that include them (dagster-dbt takes a second t
 from .catalog_assets import message_catalog
 from .drift_assets import build_drift_asset, build_replay_job
 from .event_assets import DEADLETTER_KEY, build_events_asset, daily_partitions
-from .quality_assets import DATA_DOCS_KEY, build_data_docs_asset, expectation_suites
 from .jobs import build_events_job, catalake_job
 from .message_assets import message_specs
+from .quality_assets import DATA_DOCS_KEY, build_data_docs_asset, expectation_suites
 from .schedules import build_daily_schedule
 from .sensors import build_landing_sensor
 from .validation_job import build_validate_job

@@ -4,11 +4,11 @@
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
 import catalake.platform.catalog
+import catalake.platform.schemas
 import catalake.platform.warehouse.catalog_table
 import catalake.platform.warehouse.evolution
 import catalake.platform.warehouse.message_tables
-import catalake.platform.schemas
-
+from catalake.display import catalog_rows, markdown_table
 from catalake.platform.catalog import CatalogError
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.warehouse.evolution import EvolutionError
@@ -19,7 +19,6 @@ from catalake.platform.warehouse.message_tables import (
     sync_message_tables,
     table_fingerprint,
 )
-from catalake.display import catalog_rows, markdown_table
 from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
 from .metadata import code_version, column_schema

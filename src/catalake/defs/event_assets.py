@@ -7,10 +7,10 @@ from pathlib import Path
 
 from dagster import (
     AssetCheckResult,
-    AssetMaterialization,
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetSpec,
     DailyPartitionsDefinition,
     Failure,
@@ -20,18 +20,18 @@ from dagster import (
     multi_asset,
 )
 
+from catalake.display import markdown_table
 from catalake.eventlog import event_batch
-from catalake.platform import layouts
-from catalake.platform import uris
-from catalake.platform.warehouse.names import analyst_name
+from catalake.platform import layouts, uris
 from catalake.platform.catalog import CatalogError
-from catalake.platform.runs.day import classify_partition, conservation
-from catalake.platform.runs.increment import classify_increment
 from catalake.platform.config import Settings
 from catalake.platform.landing.listing import start_date
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
+from catalake.platform.runs.day import classify_partition, conservation
+from catalake.platform.runs.increment import classify_increment
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
+from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
-from catalake.display import markdown_table
+from catalake.platform.warehouse.names import analyst_name
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec

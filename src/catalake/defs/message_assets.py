@@ -15,11 +15,11 @@ from dagster._serdes import deserialize_value, serialize_value
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
-from catalake.platform.config import Settings
-from catalake.platform.warehouse.message_tables import message_table, table_fingerprint
 from catalake.platform.catalog.normalize import protocol_family
+from catalake.platform.config import Settings
 from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
+from catalake.platform.warehouse.message_tables import message_table, table_fingerprint
 
 from .metadata import column_schema
 

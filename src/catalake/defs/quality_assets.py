@@ -1,11 +1,19 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
-from dagster import AssetExecutionContext, BackfillPolicy, DailyPartitionsDefinition, Failure, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    DailyPartitionsDefinition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
-import catalake.platform.records.attributes
 import catalake.platform.quality.expectations
-from catalake.platform.catalog import CatalogError
+import catalake.platform.records.attributes
 from catalake.display import markdown_table
+from catalake.platform.catalog import CatalogError
 from catalake.resources import CatalogSource, Warehouse
 
 from .message_assets import CATALOG_KEY

@@ -23,7 +23,9 @@ from __future__ import annotations
 import re
 
 import regex as backtracking
-from re2 import _re2  # the binding itself: re2.py builds match objects and offsets (9 us a value), we need yes or no (1.7 us)
+from re2 import (
+    _re2,  # the binding itself: re2.py builds match objects and offsets (9 us a value), we need yes or no (1.7 us)
+)
 
 from .errors import CatalakeError
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import atexit
 import json
 import os
-from pathlib import Path
 import re
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa

@@ -7,10 +7,10 @@ import dataclasses
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import CatalogError, Problem
 from .documents import Document, read_documents
 from .model import Catalog, FileReport, MessageDefinition, slug
 from .normalize import NormalizedDocument, Origin, normalize_document
-from ..errors import CatalogError, Problem
 from .resolve import apply_group_defaults, fill_implied, infer_schema_format, message_key, resolve_messages, xid
 from .rules import MESSAGE_RULES, RESOLVED_RULES, rule_group_consistency
 from .structure import validate_structure

@@ -54,10 +54,10 @@ from typing import Callable
 from uritemplate import URITemplate
 
 from ..records import attributes, cloudevents
-from .model import MessageDefinition
-from .normalize import ADDRESS_OPTIONS, protocol_family
 from ..records.protocols import BY_FAMILY
 from ..records.record import Record
+from .model import MessageDefinition
+from .normalize import ADDRESS_OPTIONS, protocol_family
 
 LOOSE = "(.+?)"
 STRICT = "((?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+?)"

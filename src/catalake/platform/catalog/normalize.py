@@ -20,9 +20,9 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..errors import escape, pointer
 from ..records.cloudevents import is_envelope
 from ..records.protocols import BY_FAMILY
-from ..errors import escape, pointer
 
 PROPERTY_KEYS = {"value", "type", "required", "description", "specurl", "name"}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 
+from ..errors import Problem, split_pointer
 from ..records import cloudevents
 from ..records.protocols import BY_FAMILY
 from ..schemas.languages import language_of
-from .normalize import Origin, protocol_family
-from ..errors import Problem, split_pointer
 from ..schemas.registry import schema_format
+from .normalize import Origin, protocol_family
 from .rules import SCHEMA_SLOTS
 
 Key = tuple[str, str]

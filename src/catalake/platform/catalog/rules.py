@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ..errors import Problem
 from ..records import cloudevents
 from ..records.attributes import same_media_type
-from .normalize import Origin
-from ..errors import Problem
 from ..schemas.registry import registry_reference
+from .normalize import Origin
 
 NAME_VERSION = re.compile(r"^[A-Za-z][A-Za-z0-9.+_-]*/[A-Za-z0-9][A-Za-z0-9.+_-]*$")
 # "KAFKA" and "NATS" name no version in the spec; the spec's own HTTP example says "HTTP".

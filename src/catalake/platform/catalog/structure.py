@@ -9,8 +9,8 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from .normalize import NormalizedDocument, Origin
 from ..errors import Problem
+from .normalize import NormalizedDocument, Origin
 
 SCHEMA_PATH = Path(__file__).with_name("message-model.schema.json")
 

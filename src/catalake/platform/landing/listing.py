@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from pyarrow import fs as pafs
 
-from . import formats
 from .. import layouts, uris
 from ..config import Settings
 from ..layouts import Layout
+from . import formats
 
 REMOTE_BLOCK = 32 << 20  # one ranged GET per this many bytes of a file on object storage
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-
 from . import formats
 from .listing import Landed, display_path, head_of, open_file
-
 
 # the largest piece one task reads: few tasks mean few files per table (a task writes each table
 # it feeds once), and a task's memory does not grow with it (rows become Parquet as it goes)

@@ -21,6 +21,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..patterns import PatternError, compile_pattern
+from ..schemas.payload import shown
 from .expectations import (
     BETWEEN,
     ERROR,
@@ -31,8 +33,6 @@ from .expectations import (
     OF_TYPE,
     Expectation,
 )
-from ..patterns import PatternError, compile_pattern
-from ..schemas.payload import shown
 
 EXAMPLES = 5
 

@@ -32,14 +32,15 @@ from typing import Iterator
 
 from pyspark.sql.types import ArrayType, DataType, DateType, StringType, StructField, StructType, TimestampType
 
-from ..records.attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
 from ..catalog.matcher import CE_TYPED, declared_content_type, registry_reference, template_regex
-from ..records import cloudevents
-from ..warehouse.message_tables import MessageTable
-from ..schemas.payload import FORMATS
 from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
-from ..sql import ident
+from ..records import cloudevents
+from ..records.attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
 from ..schemas import keys
+from ..schemas.payload import FORMATS
+from ..sql import ident
+from ..warehouse.message_tables import MessageTable
+
 
 class Severity(StrEnum):
     """ERROR: what the catalog requires (a record breaking it is dead-lettered); WARN: what it

@@ -273,10 +273,9 @@ def validate_stored(spark, store, tables, day, names: Sequence[str] | None = Non
                     run_name: str | None = None) -> dict[str, SuiteOutcome]:
     """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
     by warehouse name or SQL name), the referee of the classification pass's results."""
-    from .suites import build_suite
-    from ..warehouse.message_tables import PARTITION_COLUMN
-
     from ..config import local_folder
+    from ..warehouse.message_tables import PARTITION_COLUMN
+    from .suites import build_suite
 
     validator = validator or Validator(local_folder(store.root))
     chosen = [t for t in tables if names is None or t.name in names or t.message.table_name in names]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..config import GX_SUITES
-from .expectations import DERIVED, Expectation, column_sql, gx_severity, import_gx, suite_expectations
 from ..warehouse.message_tables import MessageTable
+from .expectations import DERIVED, Expectation, column_sql, gx_severity, import_gx, suite_expectations
 
 
 def suite_name(table: MessageTable) -> str:

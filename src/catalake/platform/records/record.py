@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import orjson
 
-from .cloudevents import JSON_STRINGS, NON_EMPTY, REQUIRED
 from ..jsonvalues import as_text, name_value_map, rfc3339
+from .cloudevents import JSON_STRINGS, NON_EMPTY, REQUIRED
 from .protocols import Binding, binding_of
 
 MISSING = object()  # no payload at all (not JSON null)

@@ -21,24 +21,22 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import orjson
 import pyarrow as pa
 
-from ..records import cloudevents, strictjson
-from ..records.attributes import PARSERS, column_value
-from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA, DeadLetterRow
-from ..quality.expectations import suite_expectations
+from ..catalog.matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
 from ..landing import formats
 from ..landing.listing import display_path
 from ..landing.planning import Piece
 from ..landing.reading import MAX_RECORD_BYTES, Corrupt, TooLarge, Unsupported, read_piece
 from ..patterns import PatternTimeout
-from ..uris import adopt, relative
-from ..catalog.matcher import CompiledCatalog, Match, MatchStatus, placeholder_pairs
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
-from ..schemas.coverage import uncompiled
-from ..schemas.payload import compile_payload
-from ..records.protocols import BINDINGS
 from ..quality.evaluation import SuiteCheck, failure_detail
+from ..quality.expectations import suite_expectations
+from ..records import cloudevents, strictjson
+from ..records.attributes import PARSERS, column_value
+from ..records.protocols import BINDINGS
 from ..records.record import MISSING, Record, batch_events, normalize, record_fault
+from ..schemas import keys
+from ..schemas.coverage import uncompiled
 from ..schemas.languages import BY_FAMILY as LANGUAGES
+from ..schemas.payload import compile_payload
 from ..schemas.validators import (
     ENDLESS_REF,
     MAX_ERRORS,
@@ -47,8 +45,11 @@ from ..schemas.validators import (
     jsonschema_validator,
     schema_errors,
 )
+from ..uris import adopt, relative
 from ..warehouse.arrowschemas import arrow_schema
-from ..schemas import keys
+from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, DeadLetterRow
+from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
 from .plan import Plan
 from .taskio import TaskOutput, TaskResult, remove_dead_spills
 

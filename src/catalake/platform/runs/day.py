@@ -19,23 +19,23 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
-from . import ledger, recovery
+from .. import layouts, uris
 from ..catalog.model import Catalog
-from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from .. import layouts
-from .. import uris
+from ..errors import StorageError
 from ..landing.listing import display_path, list_day
 from ..landing.planning import plan_tasks, tiling_faults
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..spark import is_session
-from ..errors import StorageError
+from ..warehouse.deadletters import DEADLETTER_TABLE
+from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
+from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
 from .tasks import execute, parallelism

@@ -26,8 +26,8 @@ from typing import Iterable
 
 from genson import SchemaBuilder
 
-from ..records import strictjson
 from ..jsonvalues import rfc3339
+from ..records import strictjson
 from ..records.record import MISSING, normalize
 
 ENUM_LIMIT = 5  # at most this many distinct values make a closed set...

@@ -17,15 +17,15 @@ from typing import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
-from . import ledger
-from ..catalog.model import Catalog
-from ..warehouse.deadletters import DEADLETTER_TABLE
 from .. import uris
+from ..catalog.model import Catalog
 from ..landing.listing import list_day
 from ..landing.planning import pack
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..spark import is_session
+from ..warehouse.deadletters import DEADLETTER_TABLE
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
+from . import ledger
 from .day import COMMIT_THREADS, classify_partition, day_run, ensure_deadletter
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality

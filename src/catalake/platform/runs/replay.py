@@ -31,18 +31,19 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ..errors import StorageError
+from ..warehouse.deadletters import DEADLETTER_TABLE
+from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
+from ..warehouse.store import DeltaStore
+from . import recovery
 from .classifier import Classifier
 from .day import conservation
 from .plan import new_plan
+from .recovery import journal_of, remove_journal, roll_forward, write_journal
 from .results import Merged
 from .taskio import TaskResult
 from .tasks import TASK_OUTPUT, job_group, parallelism, spark_tasks
-from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
-from . import recovery
-from .recovery import journal_of, remove_journal, roll_forward, write_journal
-from ..errors import StorageError
-from ..warehouse.store import DeltaStore
 
 
 @dataclass

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..quality.evaluation import Counts, ExpectationResult, merge_tallies, results
+from ..quality.expectations import suite_expectations
 from ..warehouse.files import PartFile
 from ..warehouse.message_tables import MessageTable
-from ..quality.expectations import suite_expectations
-from ..quality.evaluation import Counts, ExpectationResult, merge_tallies, results
 
 
 @dataclass

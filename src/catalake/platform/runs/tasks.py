@@ -15,8 +15,8 @@ from typing import Callable, Iterator
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from ..landing.planning import Piece
 from ..errors import StorageError
+from ..landing.planning import Piece
 from .classifier import Classifier, classifier_for
 from .plan import Plan
 from .results import Merged

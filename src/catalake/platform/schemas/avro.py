@@ -36,9 +36,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from . import keys
 from .json_schema import SchemaError
 from .unions import JSON_STRING
-from . import keys
 
 PRIMITIVES: dict[str, DataType] = {
     "null": StringType(),

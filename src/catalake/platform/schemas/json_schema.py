@@ -43,8 +43,8 @@ from referencing.jsonschema import DRAFT7, specification_with
 
 from ..errors import CatalakeError
 from ..patterns import PatternError, compile_pattern
-from .unions import JSON_STRING, union_type
 from . import keys
+from .unions import JSON_STRING, union_type
 
 MAX_DEPTH = 16
 

@@ -57,9 +57,9 @@ from pyspark.sql.types import (
 )
 
 from ..errors import split_pointer
+from . import keys
 from .json_schema import BOUNDS, SchemaError, constraints
 from .unions import JSON_STRING, union_type
-from . import keys
 
 PRIMITIVES: dict[str, DataType] = {
     "string": StringType(), "uri": StringType(), "uuid": StringType(), "jsonpointer": StringType(),

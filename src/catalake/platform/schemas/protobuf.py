@@ -47,9 +47,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from . import keys
 from .json_schema import SchemaError
 from .unions import JSON_STRING
-from . import keys
 
 MAX_DEPTH = 16
 

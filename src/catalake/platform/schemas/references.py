@@ -23,9 +23,9 @@ from typing import Any, Protocol, Sequence
 from urllib.parse import unquote, urlparse
 
 from ..errors import split_pointer
-from .registry import find_schema, registry_reference, split_reference, version_content
 from .json_schema import NeverFollowed, SchemaError
 from .languages import Language, language_of
+from .registry import find_schema, registry_reference, split_reference, version_content
 
 NO_LANGUAGE = Language("", (), None, None)
 

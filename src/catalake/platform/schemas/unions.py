@@ -14,6 +14,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
 from . import keys
 
 JSON_STRING = {keys.JSON: True}  # column metadata: the value is JSON text

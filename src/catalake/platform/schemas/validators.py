@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple
 
 import orjson
 
-from ..patterns import LinearPattern, BudgetedPattern, compile_pattern
+from ..patterns import BudgetedPattern, LinearPattern, compile_pattern
 from ..records.record import MISSING
 from .avro import named_type
 

@@ -22,10 +22,12 @@ from typing import Sequence
 import yaml
 from pyspark.sql.types import StructType
 
-from .catalog_table import CATALOG_TABLE, SCHEMA as CATALOG_SCHEMA
-from .deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
-from .message_tables import MessageTable
 from ..sql import ansi_string
+from .catalog_table import CATALOG_TABLE
+from .catalog_table import SCHEMA as CATALOG_SCHEMA
+from .deadletters import DEADLETTER_TABLE
+from .deadletters import SCHEMA as DEADLETTER_SCHEMA
+from .message_tables import MessageTable
 
 SOURCES_FILE = Path("models") / "sources.yml"
 MACRO_FILE = Path("macros") / "catalake_messages.sql"

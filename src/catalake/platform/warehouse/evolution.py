@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+
 from ..errors import CatalakeError
 from ..schemas import keys
 

@@ -44,22 +44,22 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..records import cloudevents
 from ..catalog.model import Catalog, MessageDefinition
 from ..catalog.normalize import protocol_family
+from ..catalog.rules import SCHEMA_SLOTS
 from ..errors import CatalogError, Problem, escape
 from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
-from ..catalog.rules import SCHEMA_SLOTS
+from ..records import cloudevents
 from ..records.protocols import BY_FAMILY, TEXT_MAP
-from .deadletters import SOURCE_FIELDS
-from .evolution import EvolutionError, plan_evolution
+from ..schemas import keys
 from ..schemas.derive import spark_field
 from ..schemas.json_schema import EndlessReference, InvalidConstraint, NeverFollowed, SchemaError
 from ..schemas.references import DataSchema, resolve_data_schema
 from ..schemas.unions import JSON_STRING
+from .deadletters import SOURCE_FIELDS
+from .evolution import EvolutionError, plan_evolution
 from .files import PARTITION_COLUMN
 from .store import DeltaStore
-from ..schemas import keys
 
 MESSAGES_PREFIX = "messages/"
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
-from pyarrow import fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
