@@ -216,7 +216,7 @@ CASES = [
     ({"topic": "plain", "partition": 0, "offset": 3, "key": "eu-42", "payload": {"x": 1}}, "matched", "acme.kafka.Plain", None),  # protocol only
     ({"topic": "plain", "partition": 0, "offset": 4, "key": "nodash", "payload": {"x": 1}}, "no_match", None, None),
     (ce("acme.Twin", data={"a": 1}), "matched", "acme.Twin1", None),  # ambiguous -> the data schema decides
-    (ce("acme.Twin", data={"c": 1}), "ambiguous", None, "0 of 2 candidates"),
+    (ce("acme.Twin", data={"c": 1}), "schema_violation", None, "none of 2 candidates accepts the payload: "),  # not ambiguous
     (ce("acme.Any", specversion="0.3"), "unsupported_specversion", None, "0.3"),
     ({"specversion": "1.0", "type": "acme.Any", "source": "/x"}, "missing_required_attribute", None, "id"),
     (ce("acme.Any", time="yesterday"), "invalid_attribute", None, "time 'yesterday'"),  # `time` is RFC 3339 or invalid

@@ -297,8 +297,9 @@ class MatchStatus(StrEnum):
 
     MATCHED = "matched"
     NO_MATCH = "no_match"
-    AMBIGUOUS = "ambiguous"
+    AMBIGUOUS = "ambiguous"  # two or more candidates, and their data schemas do not single one out
     MISSING = "missing_required_attribute"
+    REJECTED = "schema_violation"  # two or more candidates, and every one's data schema rejects the payload
 
 
 @dataclass
@@ -308,7 +309,7 @@ class Match:
     candidates: list[Definition] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     placeholders: dict[str, str] = field(default_factory=dict)
-    detail: str | None = None  # why an ambiguous record stays ambiguous
+    detail: str | None = None  # why an ambiguous record stays ambiguous, or what each candidate rejects
 
 
 class CompiledCatalog:

@@ -420,15 +420,18 @@ class Classifier:
             self.deadletter("missing_required_attribute", f"missing: {names}", source_file, line, raw, rec, candidates)
         elif m.status == MatchStatus.AMBIGUOUS:
             self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
+        elif m.status == MatchStatus.REJECTED:
+            self.deadletter("schema_violation", m.detail, source_file, line, raw, rec, candidates)
         else:
             detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
                       f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
             self.deadletter("no_match", detail, source_file, line, raw, rec, candidates)
 
     def resolve(self, rec: Record, m: Match) -> Match:
-        """Several candidates, none derived from the others: their data schemas decide."""
+        """Several candidates, none derived from the others: their data schemas decide (one accepts:
+        matched; several: ambiguous; every one rejects: a schema violation naming each one's first)."""
         value = None if rec.data is MISSING else rec.data
-        valid, notes = [], []
+        valid, notes, rejected = [], [], 0
         for d in m.candidates:
             check = self.validators.get(d.idx)
             if check is None:
@@ -440,10 +443,14 @@ class Classifier:
             problems = check(value)
             if problems:
                 notes.append(f"{d.xid}: {problems[0]}")
+                rejected += 1
             else:
                 valid.append(d)
         if len(valid) == 1:
             return Match(MatchStatus.MATCHED, valid[0], m.candidates, placeholders=dict(placeholder_pairs(valid[0], rec)))
+        if rejected == len(m.candidates):  # nothing is ambiguous: no definition takes this payload
+            return Match(MatchStatus.REJECTED, None, m.candidates,
+                         detail=f"none of {len(m.candidates)} candidates accepts the payload: " + "; ".join(notes))
         m.detail = f"{len(valid)} of {len(m.candidates)} candidates accept the payload" + ("; " + "; ".join(notes) if notes else "")
         return m
 

@@ -23,7 +23,8 @@ REASONS = {
     "unsupported_specversion": "a CloudEvent whose specversion is not 1.0",
     "no_match": "no message definition matches the record",
     "ambiguous": "several definitions match and the payload does not single one out",
-    "schema_violation": "the one matching definition's data schema rejects the payload",
+    "schema_violation": ("the one matching definition's data schema rejects the payload (several matching: every "
+                         "one's does, the detail names each candidate's first violation)"),
     "malformed_payload": "the payload cannot be decoded (invalid base64 or Avro binary)",
     "pattern_timeout": ("a value took a backtracking pattern of the data schema (a backreference or lookaround) longer "
                         "than its time budget; the detail names the field and the pattern"),
