@@ -21,6 +21,7 @@ escapes, `\\cX` control escapes, and anything Python cannot compile.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import regex as backtracking
 from re2 import (
@@ -126,6 +127,7 @@ def _linear(translated: str):
     return compiled if compiled.ok() else None
 
 
+@lru_cache(maxsize=None)  # one compiled form (and one verdict memo) per pattern and field, however many ask
 def compile_pattern(pattern: str, where: str = "") -> LinearPattern | BudgetedPattern:
     """An ECMA 262 pattern ready to `search` values: on RE2, or with a time budget where RE2
     cannot run it. `where` (a field) is named when a value runs over the budget."""

@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple
 
 import orjson
 
-from ..patterns import BudgetedPattern, LinearPattern, compile_pattern
+from ..patterns import compile_pattern
 from ..records.record import MISSING
 from .avro import named_type
 
@@ -48,11 +48,6 @@ def jsonschema_validator(content, document):
 
 
 @lru_cache(maxsize=None)
-def _pattern(pattern: str) -> LinearPattern | BudgetedPattern:
-    return compile_pattern(pattern)
-
-
-@lru_cache(maxsize=None)
 def _linear_patterns(cls):
     """jsonschema's validator class with its three pattern keywords on catalake's patterns (RE2, or
     a time budget: patterns.py): jsonschema runs them with Python's backtracking `re`, where one
@@ -61,18 +56,18 @@ def _linear_patterns(cls):
     from jsonschema.exceptions import ValidationError
 
     def additional(instance, schema):
-        properties, patterns = schema.get("properties", {}), [_pattern(p) for p in schema.get("patternProperties", {})]
+        properties, patterns = schema.get("properties", {}), [compile_pattern(p) for p in schema.get("patternProperties", {})]
         return [k for k in instance if k not in properties and not any(p.search(k) for p in patterns)]
 
     def pattern(validator, patrn, instance, schema):
-        if validator.is_type(instance, "string") and _pattern(patrn).search(instance) is None:
+        if validator.is_type(instance, "string") and compile_pattern(patrn).search(instance) is None:
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
     def pattern_properties(validator, pattern_properties, instance, schema):
         if validator.is_type(instance, "object"):
             for patrn, subschema in pattern_properties.items():
                 for k, v in instance.items():
-                    if _pattern(patrn).search(k):
+                    if compile_pattern(patrn).search(k):
                         yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
     def additional_properties(validator, ap, instance, schema):
