@@ -35,6 +35,8 @@ demo: $(BIN)/.installed
 	$(BIN)/catalake catalog show src/catalake/demo/catalog
 	$(BIN)/catalake run --from 2026-11-20 --to 2026-11-21
 	@echo
+	@echo "Each day was one Spark job (local[*]; 'engine: spark' above, with the Spark application and its UI, which"
+	@echo "lives while the run does): executors classified the records and wrote Parquet, the driver committed Delta."
 	@echo "Done. Delta tables under $(CURDIR)/warehouse:"
 	@echo "  catalog/messages (the catalog), messages/<group>__<message> (one per definition), deadletter"
 	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader; list them: $(BIN)/catalake tables)."
@@ -56,8 +58,9 @@ dev: $(BIN)/.installed
 	$(BIN)/python -c 'from catalake.instance import ensure_config; ensure_config("$(DAGSTER_HOME)")'
 	$(BIN)/dagster dev -w workspace.yaml
 
-# Production-style, on this machine: PostgreSQL (Debian's package, data in .catalake/serve), the
-# run queue and the daemon (deploy/dagster.yaml), the webserver on :3000. README "Running in production".
+# Production-style, on this machine: PostgreSQL (Debian's package, data in .catalake/serve), a warm
+# Spark Connect server every run connects to (deploy/spark-connect.sh), the run queue and the
+# daemon (deploy/dagster.yaml), the webserver on :3000. README "Running in production".
 serve: $(BIN)/.installed
 	BIN=$(BIN) bash deploy/serve.sh start
 

@@ -12,11 +12,13 @@ would cost (estimated from full runs measured at a quarter, half and all of the 
 checks: conservation after every increment, and the increments' tables equal to the full run's
 (row hashes without `ingested_at`).
 
-`--sensor N`: the freshness path as deployed. `dagster-daemon` runs the code location with the
+`--sensor N [--spark-connect] [--local-task-bytes B]`: the freshness path as deployed. `dagster-daemon` runs the code location with the
 landing sensor on (SQLite instance, catalake's dagster.yaml); N files of 10,000 events land one
 after the other, each as soon as the previous one's rows were readable; the latency of a file is
 from its landing to its last event being in its Delta table (polled every 0.5 s with delta-rs).
-Printed: each latency, the median and the maximum.
+Printed: each latency, the median and the maximum. `--spark-connect`: the runs connect to a warm
+Spark Connect server (deploy/spark-connect.sh, as `make serve` starts it); `--local-task-bytes 0`
+sends every increment through Spark instead of local processes.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def hashes(store, names) -> dict:
     return out
 
 
-def sensor_latency(work: Path, files: int, definitions: int) -> None:
+def sensor_latency(work: Path, files: int, definitions: int, connect: bool = False, local_bytes: int | None = None) -> None:
     import subprocess
 
     from deltalake import DeltaTable
@@ -67,6 +69,15 @@ def sensor_latency(work: Path, files: int, definitions: int) -> None:
     env = {**os.environ, "CATALAKE_CATALOG": str(work / "catalog"), "CATALAKE_LANDING": str(work / "landing"),
            "CATALAKE_WAREHOUSE": str(work / "warehouse"), "CATALAKE_START_DATE": DAY, "DAGSTER_HOME": str(work / "dagster")}
     bin_dir = Path(sys.executable).parent
+    if local_bytes is not None:
+        env["CATALAKE_LOCAL_TASK_BYTES"] = str(local_bytes)
+    script = repo / "deploy" / "spark-connect.sh"
+    if connect:
+        started = time.perf_counter()
+        subprocess.run(["bash", str(script), "start", str(work / "spark-connect"), "15042", "4060"], check=True,
+                       env={**env, "BIN": str(bin_dir)})
+        print(json.dumps({"spark_connect_start_s": round(time.perf_counter() - started, 1)}), flush=True)
+        env["CATALAKE_SPARK_MASTER"] = "sc://127.0.0.1:15042"
     subprocess.run([str(bin_dir / "python"), "-c", f"from catalake.instance import ensure_config; ensure_config({str(work / 'dagster')!r})"],
                    check=True, env=env)
     rng = random.Random(11)
@@ -108,7 +119,10 @@ def sensor_latency(work: Path, files: int, definitions: int) -> None:
 
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.wait(60)
-    print(json.dumps({"files": files, "records_per_file": per, "latency_median_s": statistics.median(latencies),
+        if connect:
+            subprocess.run(["bash", str(script), "stop", str(work / "spark-connect")], env={**env, "BIN": str(bin_dir)})
+    print(json.dumps({"files": files, "records_per_file": per, "spark_connect": connect, "local_task_bytes": local_bytes,
+                      "latency_median_s": statistics.median(latencies),
                       "latency_max_s": max(latencies), "latencies_s": latencies}), flush=True)
 
 
@@ -119,9 +133,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--definitions", type=int, default=10)
     parser.add_argument("--work", default="/tmp/catalake-fresh")
     parser.add_argument("--sensor", type=int, default=0, help="measure N files' landing-to-queryable latency instead")
+    parser.add_argument("--spark-connect", action="store_true", help="--sensor: runs connect to a warm Spark Connect server")
+    parser.add_argument("--local-task-bytes", type=int, default=None, help="--sensor: CATALAKE_LOCAL_TASK_BYTES")
     args = parser.parse_args(argv)
     if args.sensor:
-        sensor_latency(Path(args.work) / "sensor", args.sensor, args.definitions)
+        sensor_latency(Path(args.work) / "sensor", args.sensor, args.definitions, args.spark_connect, args.local_task_bytes)
         return
 
     from catalake.platform.catalog import load_catalog

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from catalake.platform.errors import CatalakeError
+
 LOCK_FILE = ".catalake-instance.lock"
 DEFAULT_CONFIG = Path(__file__).with_name("dagster.yaml")
 ATTEMPTS = 5
@@ -59,6 +61,10 @@ def ensure_config(home: str) -> bool:
     return True
 
 
+class NoInstance(CatalakeError):
+    """DAGSTER_HOME names no folder."""
+
+
 def dagster_instance():
     """The instance of DAGSTER_HOME when set (created there if new, safely against other
     processes doing the same), else an ephemeral one."""
@@ -67,8 +73,9 @@ def dagster_instance():
     home = os.environ.get("DAGSTER_HOME")
     if not home:
         return DagsterInstance.ephemeral()
-    if not os.path.isdir(home):
-        return DagsterInstance.get()  # Dagster's own error naming DAGSTER_HOME
+    if not os.path.isdir(home):  # Dagster's own error is a traceback; a person needs the fix
+        raise NoInstance(f"DAGSTER_HOME {home} is not a folder: create it (mkdir -p {home}) or unset DAGSTER_HOME "
+                            "for a throwaway instance")
     with _locked(home):
         ensure_config(home)
         for attempt in range(ATTEMPTS):

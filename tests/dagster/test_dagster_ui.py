@@ -29,7 +29,7 @@ UNFED = AssetKey(["messages", "bikeshare.docks.mqtt", "bikeshare.docks.mqtt.Batt
 def demo_day(tmp_path_factory):
     """The catalog job and one day of the demo, launched as `catalake run` launches them."""
     base = tmp_path_factory.mktemp("seen")
-    settings = Settings(warehouse=base / "warehouse", owners=("team:data-platform",))
+    settings = Settings(warehouse=base / "warehouse", owners=("team:data-platform",), engine="local")  # no JVM here
     definitions = build_definitions(settings, analytics=False)
     # a persistent instance (the UI's workspace needs one), whose launcher runs a re-execution here
     with instance_for_test(synchronous_run_coordinator=True, synchronous_run_launcher=True) as instance:
@@ -117,7 +117,7 @@ def ui(demo_day, tmp_path_factory):
         from catalake.location import build_definitions
         from catalake.platform.config import Settings
 
-        defs = build_definitions(Settings(warehouse={str(settings.warehouse)!r}), analytics=False)
+        defs = build_definitions(Settings(warehouse={str(settings.warehouse)!r}, engine="local"), analytics=False)
     """))
     origin = InProcessCodeLocationOrigin(LoadableTargetOrigin(python_file=str(location), attribute="defs"),
                                          location_name="catalake")
@@ -219,6 +219,7 @@ def test_a_catalake_run_records_its_job_as_the_ui_loads_it(tmp_path, monkeypatch
     import catalake.definitions
 
     monkeypatch.setenv("CATALAKE_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("CATALAKE_ENGINE", "local")  # the pure Python tier: no JVM
     monkeypatch.chdir(tmp_path)
     try:
         data, run = _launch_and_look(tmp_path)

@@ -7,7 +7,6 @@ left out; `source_file` is relative to the landing root in both)."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -24,12 +23,12 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-from catalake.platform.warehouse.names import warehouse_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.classify import DAY as AZURE_DAY
 from support.classify import land_azure
 from support.paths import DEMO_CATALOG, REPO
 from support.services import s3_server, spark_cluster, stop, wait_for_port
+from support.tables import table_hashes
 
 pytestmark = pytest.mark.jvm
 
@@ -45,23 +44,6 @@ def s3(tmp_path_factory):
         for key, value in server.environment.items():
             patch.setenv(key, value)
         yield server
-
-
-def table_hashes(warehouse: str, landing: str, day: dt.date | None = None) -> dict[str, list[str]]:
-    """Per warehouse table (the catalog table aside), the sorted hashes of its rows (of `day`)."""
-    out = {}
-    for name, table in warehouse_tables(warehouse).items():
-        if table == "catalog/messages":
-            continue
-        rows = DeltaTable(uris.join(warehouse, table), storage_options=uris.delta_options(warehouse)).to_pyarrow_table()
-        hashes = []
-        for row in rows.drop_columns(["ingested_at"]).to_pylist():
-            if day is not None and row["event_date"] != day:
-                continue
-            hashes.append(hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest())
-        if hashes or day is None:
-            out[name] = sorted(hashes)
-    return out
 
 
 def classify_days(spark, catalog_paths, landing: str, warehouse: str, days=DAYS) -> dict:
@@ -92,17 +74,17 @@ def test_the_demo_on_s3_gives_the_tables_of_local_disk(demo_on_s3):
     remote, landing, warehouse = demo_on_s3["s3"]
     assert all(r.records > 0 for r in remote.values())
     assert [r.as_json() for r in remote.values()] == [r.as_json() for r in local.values()]
-    expected = table_hashes(local_warehouse, local_landing)
-    assert len(expected) > 5 and table_hashes(warehouse, landing) == expected
+    expected = table_hashes(local_warehouse)
+    assert len(expected) > 5 and table_hashes(warehouse) == expected
     rows = DeltaTable(f"{warehouse}/deadletter").to_pyarrow_table().column("source_file").to_pylist()
     assert rows and all(f.startswith("2026-11-2") for f in rows)  # below the landing root, not its URI
 
 
 def test_a_second_run_on_s3_changes_nothing(spark, demo_on_s3):
     _, landing, warehouse = demo_on_s3["s3"]
-    before = table_hashes(warehouse, landing)
+    before = table_hashes(warehouse)
     classify_days(spark, [DEMO_CATALOG], landing, warehouse, days=DAYS[:1])
-    assert table_hashes(warehouse, landing) == before
+    assert table_hashes(warehouse) == before
 
 
 def test_a_real_catalog_that_is_not_the_demo_on_s3(spark, s3, tmp_path, shared_data):
@@ -113,7 +95,7 @@ def test_a_real_catalog_that_is_not_the_demo_on_s3(spark, s3, tmp_path, shared_d
     remote = classify_days(spark, [catalog], remote_landing, warehouse, days=[AZURE_DAY])
     assert remote[AZURE_DAY].as_json() == local[AZURE_DAY].as_json()
     assert sum(remote[AZURE_DAY].tables.values()) == 2
-    assert table_hashes(warehouse, remote_landing) == table_hashes(str(tmp_path / "warehouse"), str(landing))
+    assert table_hashes(warehouse) == table_hashes(str(tmp_path / "warehouse"))
 
 
 def test_two_runs_of_one_day_at_once_on_s3_store_every_record_once(spark, s3, demo_on_s3):
@@ -141,7 +123,7 @@ def test_two_runs_of_one_day_at_once_on_s3_store_every_record_once(spark, s3, de
     assert ok and counts["rows_stored"] == results[0].records == results[1].records, counts
     _, local_landing, local_warehouse = demo_on_s3["local"]
     # every record of the day exactly once: the tables of one run of the day on local disk
-    assert table_hashes(warehouse, landing, DAYS[0]) == table_hashes(local_warehouse, local_landing, DAYS[0])
+    assert table_hashes(warehouse, DAYS[0]) == table_hashes(local_warehouse, DAYS[0])
     # no file either run wrote is left that no commit ever took (an overwrite keeps what it
     # replaced for time travel, as Delta does until VACUUM)
     from pyarrow import fs as pafs
@@ -260,7 +242,7 @@ def test_catalake_run_on_s3_end_to_end_with_the_dbt_build(s3, demo_on_s3, tmp_pa
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["landing"] == "read" and result["records"] > 0
-    assert table_hashes(warehouse, landing, DAYS[0]) == table_hashes(local_warehouse, local_landing, DAYS[0])
+    assert table_hashes(warehouse, DAYS[0]) == table_hashes(local_warehouse, DAYS[0])
     with duckdb.connect(str(tmp_path / ".catalake" / "analytics.duckdb"), read_only=True) as con:
         stored = con.execute("SELECT sum(records) FROM events_daily").fetchone()[0]
     assert stored == sum(result["tables"].values())
@@ -318,7 +300,7 @@ def test_a_standalone_cluster_over_s3_gives_the_local_tables(s3, demo_on_s3, tmp
     results = [json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert [r.pop("conserved") for r in results] == [True, True]
     assert results == [r.as_json() for r in local.values()]
-    assert table_hashes(warehouse, landing) == table_hashes(local_warehouse, local_landing)
+    assert table_hashes(warehouse) == table_hashes(local_warehouse)
     assert len(executors) >= 2  # both workers ran executors
     assert f"READ {sum(sum(r['deadletter'].values()) for r in results)}" in out.stdout
 
@@ -354,4 +336,4 @@ def test_spark_connect_over_s3_gives_the_local_tables(s3, demo_on_s3, tmp_path):
     results = [json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert [r.pop("conserved") for r in results] == [True, True]
     assert results == [r.as_json() for r in local.values()]
-    assert table_hashes(warehouse, landing) == table_hashes(local_warehouse, local_landing)
+    assert table_hashes(warehouse) == table_hashes(local_warehouse)

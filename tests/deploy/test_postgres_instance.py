@@ -1,6 +1,7 @@
 """The production instance (deploy/dagster.yaml) against a real PostgreSQL started from the
 project's own script (deploy/postgres.sh): backfills launched through the run queue and executed
-by the daemon, never two runs of one day at once, everything recorded in PostgreSQL."""
+by the daemon on the warm Spark Connect server `make serve` starts (deploy/spark-connect.sh),
+never two runs of one day at once, everything recorded in PostgreSQL."""
 
 import json
 import os
@@ -32,6 +33,22 @@ def postgres():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def spark_connect():
+    """deploy/spark-connect.sh's server, as `make serve` starts it; its sc:// URL."""
+    folder = tempfile.mkdtemp(prefix="catalake-connect-")
+    port = free_port()
+    script = REPO / "deploy" / "spark-connect.sh"
+    env = {**os.environ, "BIN": str(Path(sys.executable).parent)}
+    started = subprocess.run(["bash", str(script), "start", folder, str(port), str(free_port())], capture_output=True,
+                             text=True, timeout=300, env=env)
+    if started.returncode != 0:
+        pytest.fail(f"deploy/spark-connect.sh start failed: {started.stderr[-2000:]}")
+    yield f"sc://127.0.0.1:{port}"
+    subprocess.run(["bash", str(script), "stop", folder], capture_output=True, timeout=120, env=env)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _env(tmp_path: Path, port: int, home: Path | None = None) -> dict:
     if home is None:
         home = tmp_path / "dagster_home"
@@ -52,7 +69,11 @@ def _instance(env: dict):
             "         'start': rec.start_time, 'end': rec.end_time}\n"
             "        for rec in i.get_run_records() for r in [rec.dagster_run]]\n"
             "parts = sorted(i.get_materialized_partitions(AssetKey('deadletter')))\n"
-            "print(json.dumps({'storage': type(i.event_log_storage).__name__, 'runs': runs, 'deadletter': parts}))")
+            "engines = {r.event_log_entry.run_id: {k: v.value for k, v in r.asset_materialization.metadata.items()\n"
+            "                                      if k == 'engine' or k.startswith('spark_')}\n"
+            "           for r in i.fetch_materializations(AssetKey('deadletter'), limit=100).records}\n"
+            "print(json.dumps({'storage': type(i.event_log_storage).__name__, 'runs': runs, 'deadletter': parts,\n"
+            "                  'engines': engines}))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -92,8 +113,8 @@ def test_a_batch_is_stored_in_postgresql_as_dagster_stores_each_event(postgres, 
 
 
 @pytest.mark.jvm
-def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, tmp_path):
-    env = _env(tmp_path, postgres)
+def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, spark_connect, tmp_path):
+    env = {**_env(tmp_path, postgres), "CATALAKE_SPARK_MASTER": spark_connect}
     dagster = str(Path(sys.executable).parent / "dagster")
     log = tmp_path / "daemon.log"
     with open(log, "wb") as sink:
@@ -132,3 +153,12 @@ def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, tmp_path):
         assert all(later["start"] >= earlier["end"] for earlier, later in zip(same_day, same_day[1:])), day
     # each day materialized, recorded in PostgreSQL (the missing day too: processed, nothing read)
     assert state["deadletter"] == DAYS
+    # the backfills' full runs were jobs of the one warm Spark Connect server; the sensor's runs
+    # are small increments, in local processes (the freshness path), or found nothing new after a
+    # backfill of their day; the missing day read nothing
+    engine = {r["id"]: state["engines"][r["id"]] for r in runs}
+    backfilled = [engine[r["id"]] for r in runs if r["tags"].get("dagster/backfill") and r["tags"]["dagster/partition"] != DAYS[2]]
+    assert len(backfilled) == 3 and all(e["engine"] == "spark" for e in backfilled), engine
+    assert len({e["spark_application"] for e in backfilled}) == 1  # one application: the server's
+    assert {engine[r["id"]]["engine"] for r in runs if r["tags"].get("dagster/sensor_name")} <= {"local", "none"}
+    assert {engine[r["id"]]["engine"] for r in runs if r["tags"]["dagster/partition"] == DAYS[2]} == {"none"}

@@ -351,7 +351,9 @@ def test_a_small_day_in_local_processes_writes_what_the_spark_job_writes(spark, 
         result = classify_partition(spark if mode == "spark" else no_spark, store, catalog, tables, landing, DAY,
                                     local_bytes=0 if mode == "spark" else 1 << 30)
         assert conservation(store, tables, DAY, result.records, result.stored)[0]
-        results.append((result.as_json(), {n: (q.results, q.types, q.rejected) for n, q in result.quality.items()}))
+        summary = result.as_json()
+        assert summary.pop("engine") == mode
+        results.append((summary, {n: (q.results, q.types, q.rejected) for n, q in result.quality.items()}))
         snapshots.append({n: [re.sub(r'"source_file": "[^"]*/', '"source_file": "', r) for r in rows]
                           for n, rows in _snapshot(store, tables).items()})
     assert results[0] == results[1] and results[0][0]["records"] == 59

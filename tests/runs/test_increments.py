@@ -264,7 +264,8 @@ def test_a_clean_increment_reports_its_deadletter_materialization_and_checks(tmp
     folder.mkdir(parents=True)
     (folder / "rides-http.jsonl").write_text("\n".join(http) + "\n")
     for key, value in {"CATALAKE_LANDING": str(tmp_path / "landing"), "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"),
-                       "DAGSTER_HOME": str(tmp_path / "dagster"), "CATALAKE_START_DATE": "2026-11-20"}.items():
+                       "DAGSTER_HOME": str(tmp_path / "dagster"), "CATALAKE_START_DATE": "2026-11-20",
+                       "CATALAKE_ENGINE": "local"}.items():  # the pure Python tier: no JVM
         monkeypatch.setenv(key, value)
     (tmp_path / "dagster").mkdir()
     assert main(["run", "--date", DAY.isoformat(), "--json", "--no-analytics"]) == 0
@@ -283,6 +284,7 @@ def test_a_clean_increment_reports_its_deadletter_materialization_and_checks(tmp
         assert latest.run_id == instance.get_runs()[0].run_id  # the increment's own run reported it
         metadata = latest.asset_materialization.metadata
         assert metadata["run_kind"].value == "incremental" and metadata["rows_added"].value == 0
+        assert metadata["engine"].value == second["engine"] == "local"
         assert metadata["records_read"].value == 3 and metadata["records_read_day"].value == len(http) + 3
         checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             [AssetCheckKey(AssetKey("deadletter"), "conservation"), AssetCheckKey(AssetKey("deadletter"), "landing")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from catalake.instance import NoInstance
 from catalake.platform import layouts, uris
 
 from . import (
@@ -12,6 +13,9 @@ from . import (
 )
 from . import (
     deadletter_commands as deadletters,
+)
+from . import (
+    maintain_command as maintenance,
 )
 from . import (
     quality_commands as quality,
@@ -78,6 +82,20 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--from", dest="start", required=True, help="first day (YYYY-MM-DD)")
     rp.add_argument("--to", dest="end", help="last day (default: the first)")
     rp.set_defaults(func=deadletters.replay, date=None)
+    mt = sub.add_parser("maintain", help="compact days' table-partitions into files of the target size; vacuum the warehouse")
+    mt_when = mt.add_mutually_exclusive_group()
+    mt_when.add_argument("--date", help="compact this day's partitions (YYYY-MM-DD)")
+    mt_when.add_argument("--from", dest="start", help="first day of a range to compact")
+    mt.add_argument("--to", dest="end", help="last day of the range (default: --from)")
+    mt.add_argument("--min-files", type=int, default=2,
+                    help="compact a table-partition only from this many files (default 2: a closed day)")
+    mt.add_argument("--vacuum", action="store_true",
+                    help="delete the files no version inside retention references, and trim the Delta logs")
+    mt.add_argument("--retention-hours", type=float, default=None,
+                    help="keep removed files this long for time travel (default CATALAKE_RETENTION_HOURS, 168)")
+    mt.add_argument("--dry-run", action="store_true", help="--vacuum: print what would be deleted, delete nothing")
+    mt.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    mt.set_defaults(func=maintenance.maintain)
     docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
     docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
     docs.set_defaults(func=quality.docs)
@@ -99,6 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (uris.LocationError, UsageError, layouts.LayoutError) as exc:  # a user's error: one line, no traceback
+    except (uris.LocationError, UsageError, layouts.LayoutError, NoInstance) as exc:  # a user's error: one line
         print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
         return 2

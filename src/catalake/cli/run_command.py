@@ -29,11 +29,15 @@ def _start_spark(settings: Settings) -> None:
     threading.Thread(target=start, daemon=True, name="spark-start").start()
 
 
-def _needs_spark(settings: Settings, days) -> bool:
-    """Whether some day is too large for local processes (Settings.local_bytes)."""
+def _needs_spark(settings: Settings, days, incremental: bool) -> bool:
+    """Whether some day's full run is a Spark job (Settings.local_bytes). An increment's size
+    is known only from the day's ledger: its run starts Spark when it needs it."""
     from catalake.platform.landing.listing import list_day
 
-    return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > settings.local_bytes for day in days)
+    if incremental:
+        return False
+    limit = settings.local_bytes(incremental=False)
+    return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > limit for day in days)
 
 
 def _catalog_current(instance, settings: Settings) -> bool:
@@ -111,7 +115,7 @@ def run(args) -> int:
     if outside:
         print(outside, file=sys.stderr)
         return 2
-    if _needs_spark(settings, days):
+    if _needs_spark(settings, days, args.incremental):
         _start_spark(settings)
     instance = dagster_instance()
     if args.no_analytics:
@@ -181,6 +185,8 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
             if materialization.asset_key.to_user_string() == "deadletter":
                 result = dict(materialization.metadata["result"].value)
                 result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
+                spark = {k: materialization.metadata[k].value for k in ("spark_application", "spark_ui")
+                         if k in materialization.metadata}
                 catalog_seconds = 0.0  # counted with the first day only
         if not run.success or result is None:
             errors = [e.step_failure_data.error for e in run.get_step_failure_events() if e.step_failure_data.error]
@@ -205,5 +211,8 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
                 print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
             print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
                   f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
-                  f"{dict(sorted(result['deadletter'].items()))}  (run {run.run_id})")
+                  f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run.run_id})")
+            if spark:
+                print(f"{day}: Spark application {spark.get('spark_application')}, Spark UI "
+                      f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
     return status

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from . import layouts, uris
 
@@ -15,7 +17,17 @@ DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.ht
 SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
 GX_SUITES = Path("gx") / "expectations"  # the GX context's suite store
 VALIDATIONS = Path("gx") / "uncommitted" / "validations"  # the GX context's validation results store
+ENGINES = ("spark", "local")  # CATALAKE_ENGINE
 GX_VERSION = "1.24.1"  # the pinned great-expectations, named in the validation results written without importing it
+
+
+def _positive(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise ValueError(f"{name}: {raw!r} is not a positive whole number")
+    return int(raw)
 
 
 def _paths(raw: str) -> tuple[Path, ...]:
@@ -53,10 +65,23 @@ class Settings:
                            every table the day does not feed, so Dagster shows the day as
                            processed; '0' skips them (Dagster stores each event: about 13 ms
                            a table, 13 s a day for 1,000 unfed tables; benchmarks/RESULTS.md)
-    CATALAKE_LOCAL_TASK_BYTES  a day of at most this many landed bytes (default 64 MiB) is
-                           classified by local Python processes rather than a Spark job, on a
-                           local master: the same tasks and files, without waiting for the JVM
-                           (about 5 s); 0 sends every day through Spark
+    CATALAKE_ENGINE        'spark' (default): full runs, backfills and replays are Spark jobs;
+                           'local': every run is classified by local Python processes and Spark
+                           is never started (a machine without Java, or a quick look)
+    CATALAKE_LOCAL_TASK_BYTES  an increment of at most this many new landed bytes (default
+                           8 MiB) is classified by local Python processes rather than a Spark
+                           job, when Spark runs on this machine (a local master, or Spark
+                           Connect on the loopback): the same tasks and files, without a Spark
+                           job's latency (the freshness path); 0 sends every increment through Spark
+    CATALAKE_TARGET_FILE_BYTES  the size of a table's Parquet files (default 128 MiB): a full run
+                           writes at most ceil(bytes / this) files per table and day, and
+                           compaction merges a partition's files back to that bound
+    CATALAKE_COMPACT_FILES  a day's partition of a table is compacted once it holds more than
+                           this many files (default 32: increments leave one or two a run); a
+                           closed day is compacted whatever its count (`catalake maintain`)
+    CATALAKE_RETENTION_HOURS  how long files a commit removed stay for time travel, and files no
+                           commit took are kept, before a vacuum deletes them (default 168: Delta's
+                           7 days)
     CATALAKE_OWNERS        owners of the message tables Dagster shows, separated by commas:
                            e-mail addresses or 'team:<name>' (a group's or message's own
                            `labels.owner` comes first)
@@ -74,14 +99,20 @@ class Settings:
     dbt: Path | None = None
     record_empty: bool = True
     local_dir: Path | None = None
-    local_task_bytes: int = 64 << 20
+    engine: str = "spark"
+    local_task_bytes: int = 8 << 20
     owners: tuple[str, ...] = ()
+    target_file_bytes: int = 128 << 20
+    compact_files: int = 32
+    retention_hours: float = 168.0
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
         object.__setattr__(self, "landing", uris.normalize(self.landing))
         object.__setattr__(self, "warehouse", uris.normalize(self.warehouse))
         layouts.parse(self.layout)  # a layout that cannot be used fails here, naming the rule
+        if self.engine not in ENGINES:
+            raise ValueError(f"CATALAKE_ENGINE: {self.engine!r} is not one of {', '.join(ENGINES)}")
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -115,15 +146,29 @@ class Settings:
             dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
             record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
             local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
+            engine=(env.get("CATALAKE_ENGINE") or default.engine).strip().lower(),
             local_task_bytes=int(env.get("CATALAKE_LOCAL_TASK_BYTES") or default.local_task_bytes),
             owners=tuple(o.strip() for o in env.get("CATALAKE_OWNERS", "").split(",") if o.strip()),
+            target_file_bytes=_positive(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
+            compact_files=_positive(env, "CATALAKE_COMPACT_FILES", default.compact_files),
+            retention_hours=float(env.get("CATALAKE_RETENTION_HOURS") or default.retention_hours),
         )
 
-    @property
-    def local_bytes(self) -> int:
-        """Days up to this size are classified without Spark, on a local master only (a
-        cluster's executors are where the landing is read from)."""
-        return self.local_task_bytes if self.spark_master.startswith("local") else 0
+    def local_bytes(self, incremental: bool) -> int:
+        """Runs of at most this many landed bytes are classified by local Python processes, not
+        by Spark: any run with CATALAKE_ENGINE=local; else small increments, and only when Spark
+        runs on this machine too (a cluster's executors are where the landing is read from)."""
+        if self.engine == "local":
+            return sys.maxsize
+        return self.local_task_bytes if incremental and spark_on_this_machine(self.spark_master) else 0
+
+
+def spark_on_this_machine(master: str) -> bool:
+    """A local master, or a Spark Connect server on the loopback (`make serve` starts one)."""
+    if master.startswith("local"):
+        return True
+    host = urlsplit(master).hostname if master.startswith("sc://") else None
+    return host in ("localhost", "127.0.0.1", "::1")
 
 
 def local_folder(warehouse: str, configured: Path | None = None) -> Path:

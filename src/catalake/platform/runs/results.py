@@ -1,5 +1,5 @@
 """What a run of a day reports: the tasks' summaries merged (`Merged`), the result of a full run
-or an increment (`PartitionResult`), and each table's expectations in the partition
+or an increment (`PartitionResult`), the `Engine` that ran it, and each table's expectations in the partition
 (`TableQuality`, from the tasks' quality tallies)."""
 
 from __future__ import annotations
@@ -10,6 +10,31 @@ from ..quality.evaluation import Counts, ExpectationResult, merge_tallies, resul
 from ..quality.expectations import suite_expectations
 from ..warehouse.files import PartFile
 from ..warehouse.message_tables import MessageTable
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What classified a run: Spark (its application and UI), or local Python processes."""
+
+    name: str  # "spark", "local", or "none" (nothing was read)
+    master: str | None = None
+    app_id: str | None = None
+    ui: str | None = None
+
+    def describe(self) -> str:
+        if self.name == "none":
+            return "no engine (nothing to read)"
+        if self.name == "local":
+            return "local Python processes (no Spark job)"
+        return f"Spark {self.master} (application {self.app_id}" + (f", Spark UI {self.ui})" if self.ui else ")")
+
+    def metadata(self) -> dict[str, str]:
+        """The engine, and for Spark its master, application id and UI address (what is known)."""
+        return {k: v for k, v in {"engine": self.name, "spark_master": self.master, "spark_application": self.app_id,
+                                  "spark_ui": self.ui}.items() if v}
+
+
+LOCAL, NOTHING = Engine("local"), Engine("none")
 
 
 @dataclass
@@ -43,6 +68,8 @@ class PartitionResult:
     read: dict = field(default_factory=dict)  # files and bytes the run read
     rows_added: dict[str, int] = field(default_factory=dict)  # table name -> rows an increment appended
     day_records: int | None = None  # records the day's runs read, all increments together
+    engine: Engine = NOTHING  # what classified the records
+    partition_files: dict[str, int] = field(default_factory=dict)  # table name -> the day's files after the commit
 
     @property
     def records_of_day(self) -> int:
@@ -50,7 +77,8 @@ class PartitionResult:
 
     def as_json(self) -> dict:
         out = {"partition": self.partition, "landing": self.landing, "records": self.records,
-               "tables": self.tables, "deadletter": self.deadletter}
+               "tables": self.tables, "deadletter": self.deadletter,
+               "engine": self.engine.name}
         if self.kind == "incremental" or self.fallback:
             out.update(kind=self.kind, fallback=self.fallback, records_of_day=self.records_of_day, read=self.read)
         return out

@@ -1,4 +1,4 @@
-"""How the tasks of a run execute: one Spark job, or local Python processes for a small day.
+"""How the tasks of a run execute: one Spark job, or local Python processes for a small increment.
 
 A Spark job of a partition run or a replay is one `mapInArrow` (over task numbers, or over the
 day's dead-letter rows) whose function (`spark_tasks`) classifies on the executors and answers
@@ -17,13 +17,38 @@ from pyspark.sql import SparkSession
 
 from ..errors import StorageError
 from ..landing.planning import Piece
+from ..spark import is_session
 from .classifier import Classifier, classifier_for
 from .plan import Plan
-from .results import Merged
+from .results import LOCAL, NOTHING, Engine, Merged
 from .taskio import TaskResult
 
 TASK_OUTPUT = "task int, json string"
 IN_PROCESS_BYTES = 8 << 20  # tasks reading at most this much run in the calling process
+
+
+def spark_engine(session: SparkSession) -> Engine:
+    """The session's application id and Spark UI address, classic or Spark Connect."""
+    try:
+        context = session.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: the server's settings say
+        conf = session.conf
+        host, port = conf.get("spark.driver.host", None), conf.get("spark.ui.port", None) or "4040"
+        return Engine("spark", conf.get("spark.master", None), conf.get("spark.app.id", None),
+                      f"http://{host}:{port}" if host and conf.get("spark.ui.enabled", None) != "false" else None)
+    return Engine("spark", context.master, context.applicationId, context.uiWebUrl)
+
+
+def engine_for(size: int, local_bytes: int, spark: SparkSession | Callable[[], SparkSession]) -> tuple[Engine, SparkSession | None]:
+    """Local processes for a run of at most `local_bytes` landed bytes (Spark is then not
+    started), else the session (`spark`, or a function starting it) and its Engine; nothing to
+    read starts nothing."""
+    if size == 0:
+        return NOTHING, None
+    if size <= local_bytes:
+        return LOCAL, None
+    session = spark if is_session(spark) else spark()
+    return spark_engine(session), session
 
 
 def parallelism(spark: SparkSession) -> int:
@@ -61,11 +86,9 @@ def _import_engine(batches):
 
 def warm_up(session: SparkSession) -> None:
     """One tiny job over every core: the JVM compiles its first plan and the Python workers start
-    and import the engine, so the first real job of a run does not pay for it."""
-    try:
-        cores = max(int(session.sparkContext.defaultParallelism), 1)
-    except Exception:  # noqa: BLE001 - Spark Connect: the server's workers are not ours to warm
-        return
+    and import the engine, so the first real job of a run does not pay for it (on Spark
+    Connect, the server's: deploy/spark-connect.sh warms them once)."""
+    cores = parallelism(session)
     session.range(0, cores, 1, cores).mapInArrow(_import_engine, "ready int").collect()
 
 
@@ -107,8 +130,8 @@ def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
 
 
 def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
-    """The tasks of a small day in local Python processes: the same classifier and files as the
-    Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
+    """The tasks of a small increment (of every run with CATALAKE_ENGINE=local) in local Python
+    processes: the same classifier and files as the Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
     threads, and delta-rs' runtime does not survive a fork). A few megabytes (an increment, a
     quiet day) are classified in this process: starting two interpreters would cost more."""
     import multiprocessing
