@@ -4,12 +4,15 @@ from dagster import Definitions, in_process_executor
 
 from catalake.defs import (
     DEADLETTER_KEY,
+    build_compaction_sensor,
     build_daily_schedule,
     build_data_docs_asset,
     build_drift_asset,
     build_events_asset,
     build_events_job,
     build_landing_sensor,
+    build_maintenance_job,
+    build_maintenance_schedule,
     build_replay_job,
     build_validate_job,
     catalake_job,
@@ -28,7 +31,8 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
     assets = [message_catalog, expectation_suites, build_events_asset(settings), build_drift_asset(partitions)]
-    jobs = [catalake_job, events_job, build_validate_job(partitions), build_replay_job(partitions)]
+    maintenance_job = build_maintenance_job(settings, partitions)
+    jobs = [catalake_job, events_job, build_validate_job(partitions), build_replay_job(partitions), maintenance_job]
     resources = {
         "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
         "warehouse": Warehouse(path=settings.warehouse, delta_backend=settings.delta_backend,
@@ -48,8 +52,9 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     return Definitions(
         assets=assets,
         jobs=jobs,
-        schedules=[build_daily_schedule(events_job, partitions)],
-        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout)],
+        schedules=[build_daily_schedule(events_job, partitions), build_maintenance_schedule(maintenance_job, partitions)],
+        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout),
+                 build_compaction_sensor(events_job, maintenance_job)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM.
         executor=in_process_executor,

@@ -240,7 +240,6 @@ def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(s
     from catalake.platform.errors import StorageError
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
     from catalake.platform.runs.day import classify_partition, conservation
-    from catalake.platform.runs.recovery import RUNS_DIR
     from catalake.platform.runs.replay import replay_partition
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
@@ -266,7 +265,6 @@ def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(s
 def test_a_replay_after_rolling_a_stopped_one_forward_reports_what_it_moved(spark, tmp_path, monkeypatch, capsys):
     from catalake import cli
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
-    from catalake.platform.runs.recovery import RUNS_DIR
 
     catalog_dir, warehouse, store, tables, _ = replay_ready(spark, tmp_path)
     stopped_replay(spark, store, tables, monkeypatch)

@@ -9,3 +9,4 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = Path(os.environ.get("CATALAKE_SHARED_DATA", REPO.parent / "shared" / "data"))
 DEMO_CATALOG = REPO / "src" / "catalake" / "demo" / "catalog"
+DEMO_DIR = REPO / "src" / "catalake" / "demo"

@@ -127,14 +127,16 @@ def build_events_asset(settings: Settings):
         key_of = {t.name: message_key(t.message) for t in tables}
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = selected_tables(context.selected_asset_keys, tables, key_of)
-        store = warehouse.store(spark)  # Spark started only for a day too large for local processes
+        store = warehouse.store(spark)  # Spark started on first use: not for a small increment (Settings.local_bytes)
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
             result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
-                                        layout=landing.layout, local_bytes=settings.local_bytes, progress=context.log.info)
+                                        layout=landing.layout, local_bytes=settings.local_bytes(incremental=True),
+                                        progress=context.log.info)
         else:
             result = classify_partition(
                 lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
-                local_bytes=settings.local_bytes, progress=context.log.info,
+                local_bytes=settings.local_bytes(incremental=False), target_file_bytes=settings.target_file_bytes,
+                progress=context.log.info,
             )
         written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()
@@ -153,7 +155,7 @@ def build_events_asset(settings: Settings):
         ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
-        yield deadletter_materialization(result, store, tables)
+        yield deadletter_materialization(result, store, tables, settings.compact_files)
         yield from deadletter_checks(result, ok, counts, landing, day)
 
     return classify_events
@@ -171,15 +173,20 @@ def selected_tables(selected, tables, key_of) -> set[str] | None:
     return only | ({DEADLETTER_TABLE} if DEADLETTER_KEY in selected else set())
 
 
-def deadletter_materialization(result, store, tables) -> MaterializeResult:
-    """The day's `deadletter` partition, with what the run read and where every record went."""
+def deadletter_materialization(result, store, tables, compact_files: int) -> MaterializeResult:
+    """The day's `deadletter` partition, with what the run read, where every record went, the
+    engine that ran it, and the tables whose partition now holds more than `compact_files` files
+    (`compaction_due`: the compaction sensor requests `maintenance_job` for the day)."""
     sql_of = {t.message.xid: t.message.table_name for t in tables}
+    due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
     return MaterializeResult(
         asset_key=DEADLETTER_KEY,
         metadata={
             "dagster/partition_row_count": sum(result.deadletter.values()),
             "records_read": result.records,
             "run_kind": result.kind,
+            **result.engine.metadata(),
+            "compaction_due": MetadataValue.json(due),
             **({"fallback": result.fallback} if result.fallback else {}),
             **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
                 "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
@@ -248,6 +255,7 @@ def report_tables(context, settings: Settings, store, tables, written, key_of, w
                 **table_location(store, table.name),
                 **({"delta_version": result.versions[table.name]} if table.name in result.versions else {}),
                 "run_kind": result.kind,
+                **({"partition_files": result.partition_files[table.name]} if table.name in result.partition_files else {}),
                 **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
             },
         ))

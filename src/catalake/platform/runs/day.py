@@ -30,15 +30,16 @@ from ..catalog.model import Catalog
 from ..errors import StorageError
 from ..landing.listing import display_path, list_day
 from ..landing.planning import plan_tasks, tiling_faults
-from ..spark import is_session
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.files import PartFile
+from ..warehouse.merging import TARGET_FILE_BYTES, Merge, merge_groups, run_merges
 from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
-from .tasks import execute, parallelism
+from .tasks import engine_for, execute, parallelism
 
 COMMIT_THREADS = 8
 
@@ -56,12 +57,14 @@ def classify_partition(
     ingested_at: dt.datetime | None = None,
     local_bytes: int = 0,
     layout: str = "day",
+    target_file_bytes: int = TARGET_FILE_BYTES,
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
     the dead-letter table included. A day of at most `local_bytes` landed bytes is classified
     by local Python processes instead of a Spark job (run_local), and `spark` (the session, or a
-    function starting it) is then not started."""
+    function starting it) is then not started; `result.engine` says which ran. Each table's
+    partition gets at most ceil(bytes / `target_file_bytes`) files (bounded_files)."""
     clock = time.perf_counter()
     plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=only, strict=strict,
                     storage=uris.storage_environment(), landing=uris.normalize(landing))
@@ -75,22 +78,23 @@ def classify_partition(
     if listing.missing:
         progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
                  f"({where.describe(day)}, layout {where.name}): nothing was read")
-    local = sum(f.size for f in files) <= local_bytes
     seconds = {"listing": time.perf_counter() - clock}
     clock = time.perf_counter()
-    session = None if local else (spark if is_session(spark) else spark())
+    engine, session = engine_for(sum(f.size for f in files), local_bytes, spark)
     seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
-    tasks = plan_tasks(files, (os.cpu_count() or 2) if local else parallelism(session)) if files else []
+    tasks = plan_tasks(files, parallelism(session) if session is not None else (os.cpu_count() or 2)) if files else []
     faults = tiling_faults(files, tasks)
     if faults:  # never expected: the planner cuts each file once, at line ends
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
-    progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s)"
-             + (" in local processes (a small day: no Spark job)" if local and tasks else ""))
+    progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
     # this run replaces the day's partitions: a stopped replay's commits are moot
     with day_run(store, plan, tables, replace=True, sweep=True, progress=progress):
         clock = time.perf_counter()
         merged = execute(plan, tasks, session)
         seconds["job"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        merged.written = bounded_files(session, store, plan, merged.written, target_file_bytes, progress)
+        seconds["merge"] = time.perf_counter() - clock
         clock = time.perf_counter()
         ledger.forget(store.root, day)  # the day is read anew: what increments read is moot
         result = _commit(store, plan, tables, merged, progress)
@@ -98,10 +102,36 @@ def classify_partition(
             ledger.record_full(store.root, day, plan.run, files, merged.kept())
         seconds["commits"] = time.perf_counter() - clock
         result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+        result.engine = engine
         result.skipped = [display_path(p) for p in listing.skipped]
         result.ignored = [display_path(p) for p in listing.ignored]
         result.landing = "missing" if listing.missing else ("read" if files else "empty")
         return result
+
+
+def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[str, list[PartFile]], target: int,
+                  progress) -> dict[str, list[PartFile]]:
+    """Each table's files of the run, at most ceil(bytes / target) of them: a table fed by more
+    tasks than that has their files merged by one more job (a task per merged file, on the
+    executors: warehouse/merging.py) before anything is committed, rather than by a shuffle of
+    the rows between tasks (measured in benchmarks/RESULTS.md). The merged-from files are this
+    run's and uncommitted: the run's sweep removes them."""
+    folder = f"{PARTITION_COLUMN}={plan.day.isoformat()}"
+    merges, kept = [], {}
+    for name, files in written.items():
+        groups = merge_groups(files, target)
+        merged_from = {f.path for group in groups for f in group}
+        kept[name] = [f for f in files if f.path not in merged_from]
+        merges += [Merge(name, group, f"{folder}/part-{plan.run}-merged-{len(merges) + i}.zstd.parquet")
+                   for i, group in enumerate(groups)]
+    if not merges:
+        return written
+    outputs = run_merges(session, store.root, merges)
+    for merge, output in zip(merges, outputs):
+        kept[merge.table].append(output)
+    progress(f"{plan.day}: {sum(len(m.inputs) for m in merges)} file(s) of {len({m.table for m in merges})} table(s) "
+             f"merged into {len(merges)} (at most one per {target >> 20} MiB a table-partition)")
+    return kept
 
 
 @contextmanager
@@ -146,6 +176,7 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
                 lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
         result.versions = {name: c.version for name, c in committed.items()}
         result.stored = {name: c.rows for name, c in committed.items()}
+        result.partition_files = {name: c.files for name, c in committed.items()}
     progress(f"{day}: committed {len(commits)} table(s)")
 
     for table in touched:

@@ -21,7 +21,6 @@ from .. import uris
 from ..catalog.model import Catalog
 from ..landing.listing import list_day
 from ..landing.planning import pack
-from ..spark import is_session
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
@@ -29,7 +28,7 @@ from . import ledger
 from .day import COMMIT_THREADS, classify_partition, day_run, ensure_deadletter
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
-from .tasks import execute, parallelism
+from .tasks import engine_for, execute, parallelism
 
 
 def classify_increment(
@@ -84,11 +83,11 @@ def classify_increment(
     result.read = {"files": len({p.path for p in pieces}), "bytes": sum(p.length for p in pieces)}
     if pieces:
         size = result.read["bytes"]
-        local = size <= local_bytes
-        session = None if local else (spark if is_session(spark) else spark())
+        result.engine, session = engine_for(size, local_bytes, spark)
         tasks = pack([(p.length, p) for p in pieces],
-                     (os.cpu_count() or 2) if local else parallelism(session))
-        progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} task(s)")
+                     parallelism(session) if session is not None else (os.cpu_count() or 2))
+        progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} "
+                 f"task(s) on {result.engine.describe()}")
         with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
             clock = time.perf_counter()
             merged = execute(plan, tasks, session)
@@ -142,6 +141,7 @@ def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: s
         for name, committed in pool.map(append, list(written)):
             if committed is not None:
                 result.versions[name] = committed.version
+                result.partition_files[name] = committed.files
             result.stored[name] = committed.rows if committed is not None else None  # None: counted from the log
 
 

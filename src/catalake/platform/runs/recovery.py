@@ -31,7 +31,7 @@ import datetime as dt
 import json
 import os
 import socket
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow.fs as pafs
 
@@ -85,24 +85,50 @@ def alive(pid: int) -> bool:
         return True  # no /proc (not Linux): it exists
 
 
-def crashed(root: str, day: dt.date) -> list[str]:
-    """Runs and replays of `day` recorded by this host whose driver process no longer exists."""
+def _records(root: str) -> list[dict]:
     filesystem, folder = _runs_folder(root)
     if filesystem.get_file_info(folder).type != pafs.FileType.Directory:
         return []
-    found = []
+    records = []
     for info in filesystem.get_file_info(pafs.FileSelector(folder)):
-        if not info.base_name.endswith(".json"):
-            continue
-        try:
-            with filesystem.open_input_stream(info.path) as f:
-                record = json.loads(f.read())
-        except (OSError, ValueError):
-            continue  # being written, or not ours
-        if (record.get("day") == day.isoformat() and record.get("host") == socket.gethostname()
-                and not alive(int(record.get("pid", 0)))):
-            found.append(record["run"])
-    return sorted(found)
+        if info.base_name.endswith(".json"):
+            try:
+                with filesystem.open_input_stream(info.path) as f:
+                    records.append(json.loads(f.read()))
+            except (OSError, ValueError):
+                continue
+    return records
+
+
+def crashed(root: str, day: dt.date) -> list[str]:
+    """Runs and replays of `day` recorded by this host whose driver process no longer exists."""
+    return sorted(r["run"] for r in _records(root)
+                  if r.get("day") == day.isoformat() and r.get("host") == socket.gethostname()
+                  and not alive(int(r.get("pid", 0))))
+
+
+def protected(root: str) -> Callable[[str], bool]:
+    """Whether a file of the warehouse must survive a vacuum whatever its age: a file of a run in
+    flight (recorded, and its process alive, or on another host, where that cannot be known),
+    or of a replay whose journal is still there (a roll-forward commits its files)."""
+    runs = {r["run"] for r in _records(root)
+            if r.get("host") != socket.gethostname() or alive(int(r.get("pid", 0)))}
+    filesystem, base = filesystem_of(root)
+    folder = f"{base}/{JOURNAL_DIR}"
+    journaled: set[str] = set()
+    if filesystem.get_file_info(folder).type == pafs.FileType.Directory:
+        for info in filesystem.get_file_info(pafs.FileSelector(folder)):
+            with filesystem.open_input_stream(info.path) as stream:
+                journal = json.loads(stream.read())
+            runs.add(journal["run"])
+            journaled |= journal_files(journal)
+    prefixes = tuple(f"part-{run}-" for run in runs)
+
+    def keep(path: str) -> bool:
+        name = os.path.basename(path)
+        return bool(prefixes) and name.startswith(prefixes) or name in journaled
+
+    return keep
 
 
 def forget(root: str, run: str) -> None:

@@ -138,3 +138,31 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
 
 class AlreadyCommitted(StorageError):
     """An append whose application transaction another writer committed first."""
+
+
+class Conflict(StorageError):
+    """A compaction whose partition another writer changed: nothing was committed."""
+
+
+def commit_compaction(root: str, removed: list[WrittenFile], added: list[WrittenFile], table: DeltaTable,
+                      operation: dict[str, str]) -> int:
+    """Driver side: one Delta transaction that replaces files by the files merged from them,
+    marked as no data change (readers of the change feed and streaming readers skip it). delta-rs
+    checks it against commits since `table`'s snapshot: when one of them removed a file this one
+    removes (a full run replaced the partition, another compaction took it), it fails and raises
+    `Conflict`; appends in between are kept (their files are not touched). Returns the version."""
+    now = int(time.time() * 1000)
+    actions = [RemoveAction(path=f.path, data_change=False, deletion_timestamp=now, size=f.size,
+                            partition_values=f.partition_values)
+               for f in removed]
+    actions += [AddAction(path=f.path, size=f.size, partition_values=f.partition_values, modification_time=now,
+                          data_change=False, stats=json.dumps({"numRecords": f.num_records}))
+                for f in added]
+    commit = uuid.uuid4().hex
+    try:
+        table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                       partition_by=list(table.metadata().partition_columns) or None,
+                                       commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit, **operation}))
+    except CommitFailedError as exc:
+        raise Conflict(f"{root}: {str(exc).splitlines()[0]}") from None
+    return _committed_version(table, commit)

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -33,7 +35,7 @@ from .. import uris
 from ..errors import StorageError
 from ..sql import ident
 from .backends import backend_for, backend_without_session, choose_backend, spark_schema
-from .commit import AlreadyCommitted, commit
+from .commit import AlreadyCommitted, commit, commit_compaction
 from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, partition_value, remove_files
 
 # A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
@@ -220,7 +222,7 @@ class DeltaStore:
             if not keep_on_failure:
                 remove_files(path, written)
             raise
-        return Committed(version, _snapshot_rows(table, column, value))
+        return _committed(version, table, column, value)
 
     def append_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
                          keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> "Committed | None":
@@ -235,7 +237,7 @@ class DeltaStore:
         try:
             version, table = commit(path, written, [column], None, overwrite=False, transaction=transaction,
                                     table=self._table(name) if self._loaded is not None else None)
-            return Committed(version, _snapshot_rows(table, column, value))
+            return _committed(version, table, column, value)
         except AlreadyCommitted:
             remove_files(path, written)  # the rows are in the table: another run's copy of them
             return None
@@ -243,6 +245,74 @@ class DeltaStore:
             if not keep_on_failure:
                 remove_files(path, written)
             raise
+
+    def partition_files(self, name: str, column: str, value) -> list[PartFile]:
+        """The files of one partition as the table's current snapshot lists them (path relative
+        to the table, bytes, rows), in the log's order."""
+        value = partition_value(value)
+        actions = pa.table(self._table(name).get_add_actions(flatten=True)).to_pydict()
+        return [PartFile(unquote(path), int(size), int(rows or 0))
+                for path, size, rows, v in zip(actions.get("path", []), actions.get("size_bytes", []),
+                                               actions.get("num_records", []), actions.get(f"partition.{column}", []))
+                if partition_value(v) == value]
+
+    def replace_files(self, name: str, removed: Sequence[PartFile], added: Sequence[PartFile], column: str, value,
+                      read_version: int, operation: dict[str, str]) -> Committed:
+        """A compaction's commit: `added` (already written into the partition, merged from
+        `removed`, as the table was at `read_version`) replaces `removed`, changing no row
+        (commit.commit_compaction, checked against every commit since `read_version`). A
+        partition another writer changed raises `Conflict` and `added` is removed; so is it on
+        any failure."""
+        values = {column: partition_value(value)}
+        written = [WrittenFile(f.path, f.size, values, f.rows) for f in added]
+        path = self.path(name)
+        try:
+            table = DeltaTable(path, version=read_version, storage_options=self.options)
+            version = commit_compaction(path, [WrittenFile(f.path, f.size, values, f.rows) for f in removed], written,
+                                        table, operation)
+        except BaseException:
+            remove_files(path, written)
+            raise
+        self._forget(name)
+        return _committed(version, self._table(name), column, value)
+
+    def vacuum(self, name: str, retention_hours: float, protect: Callable[[str], bool], dry_run: bool) -> list[tuple[str, int]]:
+        """The files no version inside `retention_hours` references, with their bytes: files
+        removed by a commit more than that ago, and files no commit ever took (failed or killed
+        runs) last modified more than that ago (delta-rs' full vacuum lists them). Kept whatever
+        their age: a file for which `protect(path)` is true (the caller's runs in flight, taken
+        before this call), a file the table references now (a run that committed since the
+        listing) and a file written since this call began. Unless `dry_run` they are deleted.
+        Below Delta's 7 days the retention check is off: the caller decides."""
+        began = time.time()
+        listed = self._table(name).vacuum(retention_hours=max(int(retention_hours), 0), dry_run=True,
+                                          enforce_retention_duration=False, full=True)
+        root = self.path(name)
+        live = {unquote(p) for p in pa.table(DeltaTable(root, storage_options=self.options)
+                                             .get_add_actions(flatten=True)).column("path").to_pylist()}
+        filesystem, base = filesystem_of(root)
+        found = []
+        for uri in listed:
+            rel = unquote(uri[len(root):].lstrip("/") if uri.startswith(root) else uri)
+            if rel in live or protect(rel):
+                continue
+            info = filesystem.get_file_info(f"{base}/{rel}")
+            if info.type != pafs.FileType.File or (info.mtime is not None and info.mtime.timestamp() >= began):
+                continue
+            found.append((rel, int(info.size or 0)))
+        if not dry_run:
+            for rel, _ in found:  # what delta-rs listed, less what must stay: deleted here
+                filesystem.delete_file(f"{base}/{rel}")
+        self._forget(name)
+        return found
+
+    def tidy_log(self, name: str) -> None:
+        """A checkpoint of the current version, then the log entries older than the table's
+        `delta.logRetentionDuration` (Delta's 30 days) that a checkpoint covers are removed."""
+        table = self._table(name)
+        table.create_checkpoint()
+        table.cleanup_metadata()
+        self._forget(name)
 
     def transaction_version(self, name: str, app_id: str) -> int | None:
         """The last version of application transaction `app_id` committed to a table, or None."""
@@ -311,15 +381,22 @@ class DeltaStore:
 class Committed:
     version: int
     rows: int | None  # the partition's rows after the commit (None: a file without statistics)
+    files: int = 0  # the partition's files after the commit
 
 
-def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
-    """Rows of one partition in a loaded snapshot, from the per-file statistics of its log."""
+def _committed(version: int, table: DeltaTable, column: str, value) -> Committed:
+    """A commit's version, with the partition's rows and files in the snapshot it left loaded
+    (from the per-file statistics of its log: no data read)."""
     value = partition_value(value)
     actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
     parts = actions.get(f"partition.{column}", [])
     counts = [n for n, v in zip(actions.get("num_records", []), parts) if partition_value(v) == value]
-    return None if any(n is None for n in counts) else int(sum(counts))
+    return Committed(version, None if any(n is None for n in counts) else int(sum(counts)), len(counts))
+
+
+def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
+    """Rows of one partition in a loaded snapshot, from the per-file statistics of its log."""
+    return _committed(0, table, column, value).rows
 
 
 __all__ = ["Committed", "DeltaStore", "TABLE_PROPERTIES"]

@@ -1,0 +1,54 @@
+"""`catalake maintain`: compact days' table-partitions, vacuum the warehouse (the same steps as
+`maintenance_job`, in this process)."""
+
+from __future__ import annotations
+
+import json
+
+from catalake.platform.config import Settings
+
+from . import usage
+from .context import Context
+from .usage import UsageError
+
+
+def maintain(args) -> int:
+    """Compact the partitions of `--date`/`--from..--to` (each table whose files exceed one per
+    target size) and, with `--vacuum`, delete what no version inside retention needs."""
+    from catalake.platform.maintenance import compact_day, vacuum_warehouse
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
+    from catalake.platform.warehouse.names import warehouse_tables
+
+    if not (args.date or args.start or args.vacuum):
+        raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, or both")
+    if args.dry_run and not args.vacuum:
+        raise UsageError("maintain: --dry-run goes with --vacuum (a compaction is either made or not)")
+    context = Context(Settings.from_env())
+    settings, store = context.settings, context.store
+    names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
+    spark = None if settings.engine == "local" else (lambda: context.spark)
+    report: dict = {"compacted": [], "vacuumed": []}
+    for day in usage.days(args) if (args.date or args.start) else []:
+        done = compact_day(spark, store, names, day, target=settings.target_file_bytes, min_files=args.min_files)
+        report["compacted"] += [c.as_json() for c in done]
+        if not args.json:
+            merged = [c for c in done if not c.skipped]
+            print(f"{day}: {len(merged)} table-partition(s) compacted, {sum(c.files_before for c in merged)} -> "
+                  f"{sum(c.files_after for c in merged)} file(s), {sum(c.bytes_before for c in merged)} -> "
+                  f"{sum(c.bytes_after for c in merged)} bytes; {len(done) - len(merged)} skipped"
+                  + "".join(f"\n  {c.table}: skipped: {c.skipped}" for c in done if c.skipped))
+    if args.vacuum:
+        hours = settings.retention_hours if args.retention_hours is None else args.retention_hours
+        if hours < 0:
+            raise UsageError(f"maintain: --retention-hours {hours} is negative")
+        vacuumed = vacuum_warehouse(store, [*names, CATALOG_TABLE], retention_hours=hours, dry_run=args.dry_run)
+        report["vacuumed"] = [{k: v for k, v in x.as_json().items() if args.json or k != "paths"} for x in vacuumed]
+        if not args.json:
+            verb = "would delete" if args.dry_run else "deleted"
+            print(f"vacuum (retention {hours:g} h): {verb} {sum(v.files for v in vacuumed)} file(s), "
+                  f"{sum(v.bytes for v in vacuumed)} bytes, in {sum(1 for v in vacuumed if v.files)} of "
+                  f"{len(vacuumed)} table(s)"
+                  + "".join(f"\n  {v.table}: {v.files} file(s), {v.bytes} bytes" for v in vacuumed if v.files))
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    return 0

@@ -1,0 +1,99 @@
+"""Compaction of a day's table-partitions: the files a day of increments (or an older release's
+full run) left, merged into at most ceil(bytes / target) files by executors
+(warehouse/merging.py), committed per table as one Delta transaction that changes no data.
+
+Safe beside the day's other runs: the commit names exactly the files it merged, and delta-rs
+refuses it when a commit since the snapshot removed one of them (a full run replaced the
+partition, another compaction took them): that table is skipped and its merged files removed.
+Increments that appended meanwhile keep their files and their application transactions (a
+compaction never touches either). While it runs, the compaction is recorded like any run of the
+day (runs/recovery.py), so a vacuum leaves its files alone and a killed one is cleaned up by the
+day's next run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+from ..runs import recovery
+from ..spark import is_session
+from ..warehouse.commit import Conflict
+from ..warehouse.files import PARTITION_COLUMN, PartFile
+from ..warehouse.merging import Merge, merge_groups, run_merges
+from ..warehouse.store import DeltaStore
+
+
+@dataclass
+class Compaction:
+    """One table-partition's compaction: files and bytes before and after, the rows merged (the
+    same rows were read and written), and why nothing was committed when it was not."""
+
+    table: str
+    partition: str
+    files_before: int
+    bytes_before: int
+    files_after: int
+    bytes_after: int
+    rows_merged: int = 0
+    version: int | None = None
+    skipped: str | None = None
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *, target: int, min_files: int = 2,
+                progress: Callable[[str], None] = lambda message: None) -> list[Compaction]:
+    """Compact partition `day` of each table in `names` that holds at least `min_files` files
+    and more than ceil(bytes / target). `spark`: a session, a function starting one (called only
+    when there is something to merge) or None (merged by threads of this process). Returns a
+    Compaction for each table-partition looked at that needed one."""
+    run = uuid.uuid4().hex[:12]
+    folder = f"{PARTITION_COLUMN}={day.isoformat()}"
+    with recovery.recorded(store.root, run, day, kind="compaction"), store.loaded_once():
+        plans: dict[str, tuple[int, list[PartFile], list[Merge]]] = {}
+        count = 0
+        for name in names:
+            if not store.exists(name) or not store.has_partition(name, day):
+                continue
+            version, files = store.version(name), store.partition_files(name, PARTITION_COLUMN, day)
+            if len(files) < min_files:
+                continue
+            groups = merge_groups(files, target)
+            if groups:
+                plans[name] = (version, files, [Merge(name, g, f"{folder}/part-{run}-compacted-{count + i}.zstd.parquet")
+                                       for i, g in enumerate(groups)])
+                count += len(groups)
+        if not plans:
+            return []
+        merges = [m for _, _, planned in plans.values() for m in planned]
+        progress(f"{day}: compacting {sum(len(m.inputs) for m in merges)} file(s) of {len(plans)} table(s) into {len(merges)}")
+        session = None if spark is None else (spark if is_session(spark) else spark())
+        try:
+            outputs = dict(zip([m.output for m in merges], run_merges(session, store.root, merges)))
+        except BaseException:
+            store.remove_uncommitted(run, day, list(plans))
+            raise
+        return [_commit(store, name, day, version, files, planned, outputs, run, progress)
+                for name, (version, files, planned) in plans.items()]
+
+
+def _commit(store: DeltaStore, name: str, day: dt.date, read_version: int, files: list[PartFile], planned: list[Merge],
+            outputs: dict[str, PartFile], run: str, progress) -> Compaction:
+    removed = [f for m in planned for f in m.inputs]
+    added = [outputs[m.output] for m in planned]
+    result = Compaction(name, day.isoformat(), len(files), sum(f.size for f in files),
+                        len(files) - len(removed) + len(added),
+                        sum(f.size for f in files) - sum(f.size for f in removed) + sum(f.size for f in added),
+                        rows_merged=sum(f.rows for f in added))
+    try:
+        result.version = store.replace_files(name, removed, added, PARTITION_COLUMN, day, read_version,
+                                             {"catalake.operation": "compaction", "catalake.run": run}).version
+    except Conflict as exc:
+        result.skipped = f"a concurrent commit changed the partition: {exc}"
+        result.files_after, result.bytes_after = result.files_before, result.bytes_before
+        progress(f"{day}: {name}: compaction skipped: {result.skipped}")
+    return result
