@@ -64,6 +64,21 @@ def catalog(definitions: int, schema: dict = SCHEMA) -> dict:
     return {"specversion": "1.0-rc2", "messagegroups": {"bench.sensors": {"messages": messages}}}
 
 
+def fresh_catalog(work: Path, definitions: int):
+    """`work` emptied, the catalog of `definitions` written under work/catalog; the loaded
+    Catalog and its message tables (catalake imported here: the generator itself needs none)."""
+    import shutil
+
+    from catalake.platform.catalog import load_catalog
+    from catalake.platform.warehouse.message_tables import message_tables
+
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "catalog").mkdir(parents=True)
+    (work / "catalog" / "bench.xreg.json").write_text(json.dumps(catalog(definitions)))
+    loaded = load_catalog([work / "catalog"])
+    return loaded, message_tables(loaded, [work / "catalog"])[0]
+
+
 def event(rng: random.Random, n: int, definitions: int) -> dict:
     return {
         "specversion": "1.0", "id": f"e-{n}", "source": f"https://bench.example/sites/s{n % 50}",

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.catalog.matcher import CompiledCatalog, Match
+from catalake.platform.catalog.matcher import Match
 from catalake.platform.jsonvalues import as_text
 from catalake.platform.quality.expectations import IN_SET, MATCH_REGEX, OF_TYPE, import_gx, suite_expectations
 from catalake.platform.quality.suites import build_suite
