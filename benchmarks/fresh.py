@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, catalog, event  # noqa: E402
+from workload import DAY, catalog, event, fresh_catalog  # noqa: E402
 
 
 def hashes(store, names) -> dict:
@@ -140,24 +140,19 @@ def main(argv: list[str] | None = None) -> None:
         sensor_latency(Path(args.work) / "sensor", args.sensor, args.definitions, args.spark_connect, args.local_task_bytes)
         return
 
-    from catalake.platform.catalog import load_catalog
     from catalake.platform.runs.day import classify_partition, conservation
     from catalake.platform.runs.increment import classify_increment
     from catalake.platform.spark import build_session
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+    from catalake.platform.warehouse.message_tables import sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 
     work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "catalog").mkdir(parents=True)
-    (work / "catalog" / "bench.xreg.json").write_text(json.dumps(catalog(args.definitions)))
+    cat, tables = fresh_catalog(work, args.definitions)
     rng = random.Random(7)
     per = args.records // args.files
     chunks = [b"".join(orjson.dumps(event(rng, n, args.definitions)) + b"\n" for n in range(i * per, (i + 1) * per))
               for i in range(args.files)]
-    cat = load_catalog([work / "catalog"])
-    tables, _ = message_tables(cat, [work / "catalog"])
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
     day = dt.date.fromisoformat(DAY)
 

@@ -85,19 +85,24 @@ def alive(pid: int) -> bool:
         return True  # no /proc (not Linux): it exists
 
 
-def _records(root: str) -> list[dict]:
-    filesystem, folder = _runs_folder(root)
+def _documents(filesystem: pafs.FileSystem, folder: str) -> list[dict]:
+    """The JSON documents of a folder (none when it does not exist); one being written, or not
+    ours, is passed over."""
     if filesystem.get_file_info(folder).type != pafs.FileType.Directory:
         return []
-    records = []
+    documents = []
     for info in filesystem.get_file_info(pafs.FileSelector(folder)):
         if info.base_name.endswith(".json"):
             try:
                 with filesystem.open_input_stream(info.path) as f:
-                    records.append(json.loads(f.read()))
+                    documents.append(json.loads(f.read()))
             except (OSError, ValueError):
                 continue
-    return records
+    return documents
+
+
+def _records(root: str) -> list[dict]:
+    return _documents(*_runs_folder(root))
 
 
 def crashed(root: str, day: dt.date) -> list[str]:
@@ -114,14 +119,10 @@ def protected(root: str) -> Callable[[str], bool]:
     runs = {r["run"] for r in _records(root)
             if r.get("host") != socket.gethostname() or alive(int(r.get("pid", 0)))}
     filesystem, base = filesystem_of(root)
-    folder = f"{base}/{JOURNAL_DIR}"
     journaled: set[str] = set()
-    if filesystem.get_file_info(folder).type == pafs.FileType.Directory:
-        for info in filesystem.get_file_info(pafs.FileSelector(folder)):
-            with filesystem.open_input_stream(info.path) as stream:
-                journal = json.loads(stream.read())
-            runs.add(journal["run"])
-            journaled |= journal_files(journal)
+    for journal in _documents(filesystem, f"{base}/{JOURNAL_DIR}"):
+        runs.add(journal["run"])
+        journaled |= journal_files(journal)
     prefixes = tuple(f"part-{run}-" for run in runs)
 
     def keep(path: str) -> bool:
