@@ -54,6 +54,13 @@ def is_remote(location: str) -> bool:
     return "://" in str(location) and scheme not in ("", "file")
 
 
+def make_folders(filesystem: pafs.FileSystem, path: str) -> None:
+    """Folder `path` and its parents, created where folders exist: object stores have none, and
+    pyarrow would write an empty marker object for each level (a request each, for every file)."""
+    if filesystem.type_name not in ("s3", "gcs"):
+        filesystem.create_dir(path, recursive=True)
+
+
 def join(base: str, *parts: str) -> str:
     """`base` with path parts appended ('/' inside URIs, the OS separator on disk)."""
     if is_remote(base):
@@ -126,7 +133,8 @@ def _filesystem(scheme: str, options_json: str) -> pafs.FileSystem:
                 arguments[name] = value
         # the AWS SDK must be shut down before the interpreter, or the process may abort at exit
         atexit.register(_finalize_s3)
-        return pafs.S3FileSystem(**arguments)
+        # delayed open: a small file is one PUT rather than a multipart upload's three requests
+        return pafs.S3FileSystem(allow_delayed_open=True, **arguments)
     try:
         filesystem_, _ = pafs.FileSystem.from_uri(f"{scheme}://probe/")
         return filesystem_

@@ -93,7 +93,8 @@ def classify_increment(
             merged = execute(plan, tasks, session)
             seconds["job"] = time.perf_counter() - clock
             clock = time.perf_counter()
-            _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result)
+            _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result,
+                    resumed=pending is not None, seconds=seconds)
             entry.update(merged.kept(), done=True)
             ledger.save(store.root, day, day_ledger)
             seconds["commits"] = time.perf_counter() - clock
@@ -108,18 +109,23 @@ def classify_increment(
 
 
 def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, app: str, n: int,
-            result: PartitionResult) -> None:
+            result: PartitionResult, resumed: bool, seconds: dict[str, float]) -> None:
     """One Delta append per table the increment fed (dead letters included), each carrying the
-    increment as application transaction `app` version `n`: a table whose log has it already
-    (a stopped run committed it) is not appended to again."""
+    increment as application transaction `app` version `n`. When the increment is `resumed`
+    (a stopped run's), a table whose log has that transaction already is not appended to
+    again; a new increment's transaction is in no log, and is not looked for."""
     written = merged.written
     result.rows_added, result.deadletter, result.files = merged.rows, merged.deadletter, merged.per_file
     fed = [t for t in tables if t.name in written]
-    with store.loaded_once():  # each table's log loaded once for the sync, the check and the append
+    # each table's log loaded once, all of them first and in threads, for the sync, the check and the append
+    clock = time.perf_counter()
+    with store.loaded_once(list(written), threads=COMMIT_THREADS):
+        seconds["logs"] = time.perf_counter() - clock
         sync_message_tables(store, fed)
         if DEADLETTER_TABLE in written:
             ensure_deadletter(store)
-        _append_each(store, plan, written, app, n, result)
+        seconds["sync"] = time.perf_counter() - clock - seconds["logs"]
+        _append_each(store, plan, written, app, n, result, resumed)
     for table in fed:
         result.written.append(table.name)
         result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
@@ -127,11 +133,12 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         result.written.append(DEADLETTER_TABLE)
 
 
-def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult) -> None:
+def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult,
+                 resumed: bool) -> None:
     day = plan.day
 
     def append(name: str):
-        done = store.transaction_version(name, app)
+        done = store.transaction_version(name, app) if resumed else None
         if done is not None and done >= n:
             store.remove_uncommitted(plan.run, day, [name])  # this run's copy of rows the log has
             return name, None

@@ -30,6 +30,7 @@ import uuid
 
 from pyarrow import fs as pafs
 
+from .. import uris
 from ..landing import formats
 from ..landing.listing import Landed, open_file
 from ..landing.planning import BLOCK, Piece, newlines
@@ -56,7 +57,7 @@ def load(root: str, day: dt.date) -> dict | None:
 def save(root: str, day: dt.date, ledger: dict) -> None:
     """The ledger written whole (one PUT on object storage; a local file replaced atomically)."""
     filesystem, path = _path(root, day)
-    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    uris.make_folders(filesystem, path.rsplit("/", 1)[0])
     if isinstance(filesystem, pafs.LocalFileSystem):
         staged = f"{path}.{uuid.uuid4().hex}.tmp"  # one per writer: two runs of a day may save at once
         with filesystem.open_output_stream(staged) as out:

@@ -35,6 +35,7 @@ from typing import Callable, Iterator, Sequence
 
 import pyarrow.fs as pafs
 
+from .. import uris
 from ..errors import StorageError
 from ..warehouse.files import PARTITION_COLUMN, filesystem_of
 from ..warehouse.store import DeltaStore
@@ -56,7 +57,7 @@ def recorded(root: str, run: str, day: dt.date, kind: str = "run") -> Iterator[N
     `root` while the block runs. The record stays after the block while the day's journal is this
     run's: the journal's files are the run's until the journal is rolled forward or dropped."""
     filesystem, folder = _runs_folder(root)
-    filesystem.create_dir(folder, recursive=True)
+    uris.make_folders(filesystem, folder)
     path = f"{folder}/{run}.json"
     record = {"run": run, "kind": kind, "day": day.isoformat(), "host": socket.gethostname(), "pid": os.getpid()}
     with filesystem.open_output_stream(path) as out:
@@ -91,7 +92,7 @@ def _documents(filesystem: pafs.FileSystem, folder: str) -> list[dict]:
     if filesystem.get_file_info(folder).type != pafs.FileType.Directory:
         return []
     documents = []
-    for info in filesystem.get_file_info(pafs.FileSelector(folder)):
+    for info in filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
         if info.base_name.endswith(".json"):
             try:
                 with filesystem.open_input_stream(info.path) as f:
@@ -148,7 +149,7 @@ def _journal_path(root: str, day: dt.date) -> tuple:
 
 def write_journal(root: str, day: dt.date, journal: dict) -> None:
     filesystem, folder, path = _journal_path(root, day)
-    filesystem.create_dir(folder, recursive=True)
+    uris.make_folders(filesystem, folder)
     with filesystem.open_output_stream(path) as out:
         out.write(json.dumps(journal).encode())
 

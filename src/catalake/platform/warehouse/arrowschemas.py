@@ -18,7 +18,12 @@ def spark_schema_of(delta_schema_json: str) -> StructType:
     Delta's schema JSON is Spark's own; delta-rs keeps metadata values as strings, so ours
     (JSON-encoded on the way in, see _arrow_field) are decoded again.
     """
-    return StructType.fromJson(_decode_metadata(json.loads(delta_schema_json)))
+    return StructType.fromJson(schema_value(delta_schema_json))
+
+
+def schema_value(delta_schema_json: str) -> dict:
+    """A Delta table's schema (its JSON) as Spark's `StructType.jsonValue()` of it."""
+    return _decode_metadata(json.loads(delta_schema_json))
 
 
 def _decode_metadata(node):

@@ -27,10 +27,25 @@ COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fai
 COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
 
 
-def _committed_version(table: DeltaTable, commit: str) -> int:
-    """The version a commit made: the snapshot a transaction starts from is not updated by it,
-    and other writers may have committed since (the log's newest entries are searched)."""
+def only_new_version(root: str, read_version: int) -> bool:
+    """Whether a commit made from the snapshot at `read_version` is the log's only entry after
+    it: no entry `read_version + 2` exists (the commit is at `read_version + 1` or later, so
+    it is that one). One metadata request on object storage, against reading the log again."""
+    filesystem, base = uris.filesystem(root)
+    try:  # an open is one request on object storage; get_file_info of a missing key is two
+        filesystem.open_input_file(f"{base}/_delta_log/{read_version + 2:020d}.json").close()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+def _committed_version(table: DeltaTable, commit: str, read_version: int) -> int:
+    """The version a commit made from the snapshot at `read_version`: the snapshot a
+    transaction starts from is not updated by it, and other writers may have committed since
+    (the log's newest entries are searched, unless the log has just the one new entry)."""
     table.update_incremental()  # reads only the log entries added since the table was loaded
+    if table.version() == read_version + 1:
+        return read_version + 1  # the commit made a version after read_version: this one
     for limit in (1, 50):  # almost always the newest: each entry read is one request on object storage
         for entry in table.history(limit):
             if entry.get(COMMIT_KEY) == commit:
@@ -79,10 +94,13 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
 
 
 def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
-           table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable]:
+           table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable, bool]:
     """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
-    returns the table's new version and the table as loaded at it (or later). `table`: the
-    table as just loaded (on object storage each load is several requests)."""
+    returns the table's new version, the table, and whether the table was loaded again after
+    the commit. It was not when the commit is the only version after the snapshot it was made
+    from (only_new_version): the table is then that snapshot, and the new version is it plus
+    this commit's actions. `table`: the table as just loaded (on object storage each load is
+    several requests)."""
     if replace:
         (col, value), = replace.items()
         stray = {f.partition_values.get(col) for f in files} - {value}
@@ -118,10 +136,12 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
                     custom_metadata={COMMIT_KEY: commit},
                     app_transactions=[Transaction(*transaction)] if transaction else None),
             )
-            version = _committed_version(table, commit)
+            if only_new_version(root, read_version):
+                return read_version + 1, table, False
+            version = _committed_version(table, commit, read_version)
             if overwrite and replace:
                 _remove_concurrent(root, table, read_version, version, {f.path for f in files}, replace)
-            return version, table
+            return version, table, True
         except CommitFailedError:
             # another writer committed first (delta-rs retried what it could): an overwrite is
             # made again on the new snapshot, so the partition holds exactly these files; an
@@ -159,10 +179,11 @@ def commit_compaction(root: str, removed: list[WrittenFile], added: list[Written
                           data_change=False, stats=json.dumps({"numRecords": f.num_records}))
                 for f in added]
     commit = uuid.uuid4().hex
+    read_version = table.version()
     try:
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(table.metadata().partition_columns) or None,
                                        commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit, **operation}))
     except CommitFailedError as exc:
         raise Conflict(f"{root}: {str(exc).splitlines()[0]}") from None
-    return _committed_version(table, commit)
+    return _committed_version(table, commit, read_version)

@@ -82,7 +82,7 @@ def write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[Writt
             if rows == 0:
                 continue  # Spark writes an empty file for an empty unpartitioned DataFrame
             rel = "/".join([*parts, f"part-{uuid.uuid4().hex}.zstd.parquet"])
-            filesystem.create_dir(os.path.dirname(f"{base}/{rel}"), recursive=True)
+            uris.make_folders(filesystem, os.path.dirname(f"{base}/{rel}"))
             filesystem.move(info.path, f"{base}/{rel}")
             written.append(WrittenFile(path=rel, size=info.size, partition_values=values, num_records=rows))
     except BaseException:
@@ -125,7 +125,7 @@ def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> li
                     if entry is None:
                         folder = "/".join(f"{c}={v if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in zip(partition_by, key))
                         rel = "/".join(x for x in (folder, f"part-{write_id}-{task}-{len(open_files)}.zstd.parquet") if x)
-                        filesystem.create_dir(f"{base}/{rel}".rsplit("/", 1)[0], recursive=True)
+                        uris.make_folders(filesystem, f"{base}/{rel}".rsplit("/", 1)[0])
                         stream = filesystem.open_output_stream(f"{base}/{rel}")
                         entry = open_files[key] = [pq.ParquetWriter(stream, schema, compression="zstd"), stream, rel, 0]
                     entry[0].write_table(part.select(schema.names).cast(schema))
@@ -190,7 +190,7 @@ class PartFiles:
         self.count += 1
         path = "/".join([self.base.rstrip("/"), *table.split("/"), rel])
         if table not in self.files:
-            self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            uris.make_folders(self.filesystem, path.rsplit("/", 1)[0])
         rows = 0
         with self.filesystem.open_output_stream(path) as out:
             with pq.ParquetWriter(out, schema, compression="zstd") as writer:

@@ -292,6 +292,9 @@ def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> di
         if not store.exists(table.name):
             plans[table.name] = None
             continue
+        if store.has_schema(table.name, table.schema):
+            plans[table.name] = []
+            continue
         try:
             plans[table.name] = plan_evolution(table.name, store.spark_schema(table.name), table.schema)
         except EvolutionError as exc:
