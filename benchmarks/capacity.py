@@ -1,15 +1,15 @@
 """catalake's capacity model (issue 40, point 6), checked against a scaled simulation here.
 
-    python benchmarks/capacity.py [--tables 500] [--increments 5] [--files 100000] [--records 100000] [--work DIR]
+    python benchmarks/capacity.py [--tables 500] [--increments 10] [--files 100000] [--records 100000] [--work DIR]
 
-1. **Unit costs**, measured in this run at a fifth of the scale or less: classification CPU per
-   record (a full run in local processes), the driver's seconds per table commit of an increment
+1. **Unit costs**, measured in this run at half the scale or less: classification CPU per
+   record and per run (full runs of two sizes in local processes), the driver's seconds per table commit of an increment
    (local disk), the S3 requests per table commit, per run and per landed file (moto's S3 server
    on the loopback, its request log counted), and driver memory per landed file for listing and
    planning a day.
 2. **The model** (`model`, which docs/capacity.md applies to production) predicts a scaled
    simulation from those costs, and the simulation runs here: `--tables` tables fed by
-   `--increments` increments on local disk and on the S3 server, a full run of `--records`
+   `--increments` increments on local disk and on the S3 server (10: a checkpoint cycle), a full run of `--records`
    records, `--files` landed files listed and planned. Printed side by side with the ratio
    measured / model.
 3. The model for docs/capacity.md's production scenario, from the same unit costs.
@@ -29,6 +29,7 @@ import math
 import os
 import random
 import shutil
+import statistics
 import sys
 import time
 import tracemalloc
@@ -42,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from commits import per_bucket, requests  # noqa: E402
 from workload import DAY, event, fresh_catalog  # noqa: E402
 
+CYCLE = 10  # increments: a table's commits from one checkpoint to the next
 DAGSTER_SECONDS_PER_TABLE = 0.0019  # benchmarks/RESULTS.md: 1.87-2.02 ms a table at 1,000 and 5,000 tables
 # Amazon S3 Standard request prices (us-east-1, per 1,000 requests): writes and listings, reads.
 # DELETE is free.
@@ -53,6 +55,8 @@ class Costs:
     """What one unit of work costs, measured here."""
 
     cpu_seconds_per_record: float  # classification and writing, one core
+    run_cpu_seconds: float  # a run's fixed share of the job (its processes), one core
+    cpu_seconds_per_definition: float  # a task's cost per definition it feeds (its classifier, its Parquet file), one core
     commit_seconds_per_table: float  # the driver's increment commit phase per fed table, local disk, 2 cores
     requests_per_table_commit: dict  # {method: requests} on object storage, per fed table of an increment
     landing_requests_per_run: dict  # {method: requests} listing the landing's day, per run
@@ -76,7 +80,7 @@ class Scenario:
     parquet_ratio: float = 0.25  # Parquet bytes per landed JSON byte (the workload's: 0.2-0.3)
     retention_days: float = 7  # CATALAKE_RETENTION_HOURS / 24
     request_seconds: float = 0.0  # object storage's latency per request (0: local disk)
-    commit_threads: int = 8  # runs.day.COMMIT_THREADS: table commits at once
+    commit_threads: int = 8  # CATALAKE_COMMIT_THREADS: table commits at once
 
 
 def fed_tables(events: float, definitions: int) -> float:
@@ -104,16 +108,19 @@ def model(s: Scenario, c: Costs) -> dict:
     commit = c.commit_seconds_per_table + sum(c.requests_per_table_commit.values()) * s.request_seconds / s.commit_threads
     increment_requests = _requests(c, fed, 1, per_increment_files)
     increment_seconds = {
-        "classification": per_increment_events * c.cpu_seconds_per_record / s.cluster_cores,
+        "classification": (c.run_cpu_seconds + fed * c.cpu_seconds_per_definition
+                           + per_increment_events * c.cpu_seconds_per_record) / s.cluster_cores,
         "commits": fed * commit,
         "dagster": fed * c.dagster_seconds_per_table,
     }
     day_bytes = s.events_per_day * s.bytes_per_event
     full_fed = fed_tables(s.events_per_day, s.definitions)
+    tasks = max(1, math.ceil(day_bytes / s.task_bytes))
     files_per_table_day = max(1, math.ceil(day_bytes * s.parquet_ratio / max(full_fed, 1) / s.target_file_bytes))
     full_requests = _requests(c, full_fed, 1, s.landed_files_per_day)
     full_seconds = {
-        "classification": s.events_per_day * c.cpu_seconds_per_record / s.cluster_cores,
+        "classification": (c.run_cpu_seconds + tasks * fed_tables(s.events_per_day / tasks, s.definitions)
+                           * c.cpu_seconds_per_definition + s.events_per_day * c.cpu_seconds_per_record) / s.cluster_cores,
         "commits": full_fed * commit,
         "dagster": full_fed * c.dagster_seconds_per_table,
     }
@@ -130,7 +137,7 @@ def model(s: Scenario, c: Costs) -> dict:
             "interval_seconds": round(86400 / s.increments_per_day),
         },
         "full_run": {
-            "tasks": max(1, math.ceil(day_bytes / s.task_bytes)), "tables_fed": round(full_fed),
+            "tasks": tasks, "tables_fed": round(full_fed),
             "files_per_table_day": files_per_table_day, "commits": round(full_fed),
             "requests": {m: round(n) for m, n in sorted(full_requests.items())},
             "seconds": {k: round(v, 1) for k, v in full_seconds.items()},
@@ -151,8 +158,8 @@ def model(s: Scenario, c: Costs) -> dict:
 
 
 def measure_records(work: Path, records: int, definitions: int = 10) -> dict:
-    """A full run of `records` records over `definitions` definitions in local processes: CPU
-    seconds per record (the job's wall time times the processes)."""
+    """A full run of `records` records over `definitions` definitions in local processes: its
+    CPU seconds (the job's wall time times the processes)."""
     from catalake.platform.runs.day import classify_partition
     from catalake.platform.warehouse.store import DeltaStore
 
@@ -165,9 +172,8 @@ def measure_records(work: Path, records: int, definitions: int = 10) -> dict:
     store = DeltaStore(_no_spark, work / "warehouse", "delta-rs", master="local[2]")
     result = classify_partition(_no_spark, store, cat, tables, str(work / "landing"), dt.date.fromisoformat(DAY),
                                 local_bytes=1 << 40)
-    cores = os.cpu_count() or 2
     return {"records": result.records, "job_seconds": result.seconds["job"],
-            "cpu_seconds_per_record": result.seconds["job"] * cores / max(result.records, 1)}
+            "cpu_seconds": result.seconds["job"] * (os.cpu_count() or 2)}
 
 
 def measure_increments(work: Path, tables_n: int, files_per: list[int], server=None, log: Path | None = None) -> dict:
@@ -208,7 +214,7 @@ def measure_increments(work: Path, tables_n: int, files_per: list[int], server=N
         result = classify_increment(_no_spark, store, cat, tables, landing, day, local_bytes=1 << 40)
         found = requests(log, position)[0] if log else {}
         runs.append({"tables_fed": len(result.written), "landed_files": result.read["files"],
-                     "commit_seconds": result.seconds["commits"],
+                     "commit_seconds": result.seconds["commits"], "job_seconds": result.seconds.get("job", 0.0),
                      "warehouse": per_bucket(found, f"lake{tables_n}"), "landing": per_bucket(found, f"landing{tables_n}")})
     return {"tables": tables_n, "increments": runs}
 
@@ -246,7 +252,7 @@ def _mean(runs: list[dict], side: str, by: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=500)
-    parser.add_argument("--increments", type=int, default=5)
+    parser.add_argument("--increments", type=int, default=CYCLE)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--work", default="/tmp/catalake-capacity")
@@ -261,25 +267,34 @@ def main(argv: list[str] | None = None) -> None:
 
     # 1. unit costs, at a small scale
     calibration = max(args.tables // 5, 20)
-    small_records = measure_records(work / "records-small", max(args.records // 4, 10_000))
+    smaller = measure_records(work / "records-smaller", max(args.records // 10, 5_000))
+    small_records = measure_records(work / "records-small", max(args.records // 2, 20_000))
+    per_record = ((small_records["cpu_seconds"] - smaller["cpu_seconds"])
+                  / max(small_records["records"] - smaller["records"], 1))
+    fixed = max(smaller["cpu_seconds"] - per_record * smaller["records"], 0.0)
     small_planning = measure_planning(work / "planning-small", max(args.files // 10, 1000))
-    local = measure_increments(work / "increments-local-small", calibration, [1, 1])
+    # a table's log grows between checkpoints (every 10 commits: store.TABLE_PROPERTIES), and so
+    # does each load's cost: the costs are averaged over a whole cycle of 10 increments
+    local = measure_increments(work / "increments-local-small", calibration, [1] * CYCLE)
     with s3_server(work / "s3") as server:
         os.environ.update(server.environment)
         log = next((work / "s3").glob("moto-*.log"))
-        small = measure_increments(work / "increments-small", calibration, [1, 3], server, log)
-        one, three = small["increments"]
+        small = measure_increments(work / "increments-small", calibration, [1, 3] + [1] * (CYCLE - 2), server, log)
+        one, three = small["increments"][:2]
         per_file = {m: (three["landing"].get(m, 0) - one["landing"].get(m, 0)) / 2
                     for m in set(one["landing"]) | set(three["landing"])}
         per_run = {m: one["landing"].get(m, 0) - per_file.get(m, 0) for m in one["landing"]}
-        costs = Costs(small_records["cpu_seconds_per_record"],
+        # an increment of one event per table: its job is each table's classifier and Parquet file
+        per_definition = statistics.median(r["job_seconds"] * (os.cpu_count() or 2) / r["tables_fed"]
+                                           for r in local["increments"])
+        costs = Costs(per_record, fixed, per_definition,
                       sum(r["commit_seconds"] for r in local["increments"]) / sum(r["tables_fed"] for r in local["increments"]),
                       _mean(small["increments"], "warehouse", "tables_fed"),
                       {m: max(n, 0) for m, n in per_run.items()}, {m: max(n, 0) for m, n in per_file.items()},
                       small_planning["bytes_per_file"])
-        emit({"unit_costs": asdict(costs), "measured_at": {"records": small_records["records"],
+        emit({"unit_costs": asdict(costs), "measured_at": {"records": [smaller["records"], small_records["records"]],
                                                              "planned_files": small_planning["files"],
-                                                             "tables": calibration, "increments": 2}})
+                                                             "tables": calibration, "increments": CYCLE}})
 
         # 2. the scaled simulation, against the model
         big_s3 = measure_increments(work / "increments", args.tables, [1] * args.increments, server, log)
@@ -293,13 +308,15 @@ def main(argv: list[str] | None = None) -> None:
     measured_requests = {m: sum(r["warehouse"].get(m, 0) + r["landing"].get(m, 0) for r in runs) / len(runs)
                          for m in sorted({m for r in runs for m in (*r["warehouse"], *r["landing"])})}
     sides = [
+        ("increment classification, local processes (s)", predicted["increment"]["seconds"]["classification"],
+         statistics.median(r["job_seconds"] for r in big_local["increments"])),
         ("increment commit phase, local disk (s)", predicted["increment"]["seconds"]["commits"],
          sum(r["commit_seconds"] for r in big_local["increments"]) / args.increments),
         ("increment requests, S3", sum(predicted["increment"]["requests"].values()), sum(measured_requests.values())),
         *[(f"increment {m} requests, S3", predicted["increment"]["requests"].get(m, 0), n)
           for m, n in measured_requests.items()],
-        ("full run classification, one core (s)", args.records * costs.cpu_seconds_per_record,
-         big_records["job_seconds"] * (os.cpu_count() or 2)),
+        ("full run classification, one core (s)", costs.run_cpu_seconds + args.records * costs.cpu_seconds_per_record,
+         big_records["cpu_seconds"]),
         ("driver memory listing and planning (MiB)", args.files * costs.plan_bytes_per_landed_file / 2**20,
          big_planning["peak_bytes"] / 2**20),
     ]
@@ -314,8 +331,10 @@ def main(argv: list[str] | None = None) -> None:
     production = Scenario(events_per_day=1e9, definitions=5000, landed_files_per_day=32 * 86400 / 300,
                           increments_per_day=86400 / 30, cluster_cores=50 * 8, request_seconds=0.02)
     emit({"scenario": "production, increments every 30 s", **asdict(production), "model": model(production, costs)})
-    slower = Scenario(**{**asdict(production), "increments_per_day": 86400 / 300})
-    emit({"scenario": "production, increments every 5 minutes", "model": model(slower, costs)})
+    for name, change in (("increments every 5 minutes", {"increments_per_day": 86400 / 300}),
+                         ("increments every 5 minutes, CATALAKE_COMMIT_THREADS=64",
+                          {"increments_per_day": 86400 / 300, "commit_threads": 64})):
+        emit({"scenario": f"production, {name}", "model": model(Scenario(**{**asdict(production), **change}), costs)})
 
 
 if __name__ == "__main__":

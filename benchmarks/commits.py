@@ -21,13 +21,12 @@ import argparse
 import datetime as dt
 import json
 import random
+import re
 import statistics
 import sys
 import time
-from pathlib import Path
-
-import re
 from collections import Counter
+from pathlib import Path
 
 import orjson
 

@@ -36,7 +36,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     resources = {
         "spark": SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf)),
         "warehouse": Warehouse(path=settings.warehouse, delta_backend=settings.delta_backend,
-                               local_path=str(settings.local)),
+                               local_path=str(settings.local), commit_threads=settings.commit_threads),
         "catalog_source": CatalogSource(
             paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
         ),

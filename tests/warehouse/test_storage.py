@@ -226,3 +226,55 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
     assert rows == ["b0", "b1", "b2", "other day"]
     # the earlier writer's version still reads its own rows (time travel)
     assert sorted(DeltaTable(root, version=first).to_pyarrow_table().column("id").to_pylist()) == ["a0", "a1", "other day"]
+
+
+def test_an_append_reports_the_partition_after_it_with_or_without_another_writer_between(tmp_path):
+    """An increment's append counts the partition's rows and files after its commit (the day's
+    conservation uses them). When its commit is the log's only new version the log is not read
+    again (the snapshot it loaded plus its own files); when another writer committed in between,
+    the log is read again. Either way the figures are the table's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catalake.platform.warehouse.files import PartFile
+
+    def no_spark():
+        raise AssertionError("delta-rs only")
+
+    store = DeltaStore(no_spark, tmp_path / "w", "delta-rs", master="local[2]")
+    store.create("events", SCHEMA, partition_by=["event_date"])
+    other = DeltaStore(no_spark, tmp_path / "w", "delta-rs", master="local[2]")
+    folder = tmp_path / "w" / "events" / "event_date=2026-11-20"
+    folder.mkdir(parents=True)
+    schema = arrow_schema(SCHEMA, exclude=["event_date"])
+
+    def part(name: str, n: int) -> list[PartFile]:
+        table = pa.Table.from_pylist([{"id": f"{name}{i}", "n": i, "ts": dt.datetime(2026, 11, 20, 1)} for i in range(n)],
+                                     schema=schema)
+        pq.write_table(table, folder / f"{name}.parquet")
+        return [PartFile(f"event_date=2026-11-20/{name}.parquet", (folder / f"{name}.parquet").stat().st_size, n)]
+
+    def table_says() -> tuple[int, int]:
+        actions = pa.table(DeltaTable(str(tmp_path / "w" / "events")).get_add_actions(flatten=True)).to_pydict()
+        return sum(actions["num_records"]), len(actions["path"])
+
+    with store.loaded_once(["events"], threads=2):
+        alone = store.append_partition("events", part("a", 2), "event_date", DAY1, transaction=("app", 1))
+    assert (alone.version, alone.rows, alone.files) == (1, 2, 1) and table_says() == (2, 1)
+
+    with store.loaded_once(["events"], threads=2):  # this snapshot is at version 1
+        store.transaction_version("events", "app")
+        between = other.append_partition("events", part("b", 3), "event_date", DAY1)
+        late = store.append_partition("events", part("c", 1), "event_date", DAY1, transaction=("app", 2))
+    assert between.version == 2 and (between.rows, between.files) == (5, 2)
+    assert (late.version, late.rows, late.files) == (3, 6, 3) and table_says() == (6, 3)
+    assert DeltaTable(str(tmp_path / "w" / "events")).transaction_version("app") == 2
+
+
+def test_commit_threads_are_a_setting():
+    from catalake.platform.config import Settings
+
+    assert Settings.from_env({}).commit_threads == 8
+    assert Settings.from_env({"CATALAKE_COMMIT_THREADS": "32"}).commit_threads == 32
+    with pytest.raises(ValueError, match="CATALAKE_COMMIT_THREADS"):
+        Settings.from_env({"CATALAKE_COMMIT_THREADS": "0"})

@@ -45,4 +45,5 @@ class Context:
     def store(self):
         from ..platform.warehouse.store import DeltaStore
 
-        return DeltaStore(lambda: self.spark, self.settings.warehouse, self.settings.delta_backend)
+        return DeltaStore(lambda: self.spark, self.settings.warehouse, self.settings.delta_backend,
+                          commit_threads=self.settings.commit_threads)

@@ -82,6 +82,10 @@ class Settings:
     CATALAKE_RETENTION_HOURS  how long files a commit removed stay for time travel, and files no
                            commit took are kept, before a vacuum deletes them (default 168: Delta's
                            7 days)
+    CATALAKE_COMMIT_THREADS  table commits a run makes at once (default 8): on object storage a
+                           commit waits on about 24 requests (docs/capacity.md), so more threads
+                           shorten an increment over thousands of tables; on local disk the
+                           commits are CPU-bound and 8 is plenty on two cores
     CATALAKE_OWNERS        owners of the message tables Dagster shows, separated by commas:
                            e-mail addresses or 'team:<name>' (a group's or message's own
                            `labels.owner` comes first)
@@ -105,6 +109,7 @@ class Settings:
     target_file_bytes: int = 128 << 20
     compact_files: int = 32
     retention_hours: float = 168.0
+    commit_threads: int = 8
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
@@ -152,6 +157,7 @@ class Settings:
             target_file_bytes=_positive(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
             compact_files=_positive(env, "CATALAKE_COMPACT_FILES", default.compact_files),
             retention_hours=float(env.get("CATALAKE_RETENTION_HOURS") or default.retention_hours),
+            commit_threads=_positive(env, "CATALAKE_COMMIT_THREADS", default.commit_threads),
         )
 
     def local_bytes(self, incremental: bool) -> int:

@@ -9,12 +9,14 @@ from catalake.platform.warehouse.store import DeltaStore
 
 class Warehouse(ConfigurableResource):
     """Where the Delta tables live (a local folder or a URI), which Delta backend writes them
-    ('auto' decides at run time), and the local folder of the files a person opens (GX data
-    docs, suites; default: the warehouse folder, or ./.catalake for object storage)."""
+    ('auto' decides at run time), the local folder of the files a person opens (GX data
+    docs, suites; default: the warehouse folder, or ./.catalake for object storage), and how
+    many tables a run commits at once."""
 
     path: str
     delta_backend: str = "auto"
     local_path: str | None = None
+    commit_threads: int = 8
 
     @property
     def local(self) -> Path:
@@ -25,8 +27,9 @@ class Warehouse(ConfigurableResource):
         Spark is started only when a table is read or written with it (the catalog's tables are
         written by delta-rs before Spark is up)."""
         if is_session(spark):
-            return DeltaStore(spark, self.path, self.delta_backend)
-        return DeltaStore(lambda: spark.session, self.path, self.delta_backend, master=spark.master, conf=spark.conf)
+            return DeltaStore(spark, self.path, self.delta_backend, commit_threads=self.commit_threads)
+        return DeltaStore(lambda: spark.session, self.path, self.delta_backend, master=spark.master, conf=spark.conf,
+                          commit_threads=self.commit_threads)
 
     @property
     def suites_dir(self) -> Path:

@@ -104,7 +104,8 @@ class TableSpec:
         self.jsonschema = jsonschema_validator(spec.content, spec.document) if self.uncompiled else None
         is_ce = cloudevents.is_envelope(message.envelope)
         declared = (set(message.attributes) | set(cloudevents.BY_NAME)) if is_ce else set()
-        placeholders = {f"placeholder_{n}": n for n in message.placeholders}
+        named = message.placeholders  # parsed from the definition's templates on each access
+        placeholders = {f"placeholder_{n}": n for n in named}
         binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
         ingested = plan.ingested_at
         getters: list[Callable] = []
@@ -122,14 +123,14 @@ class TableSpec:
                 getters.append(lambda rec, m: rec.protocol)
             elif name == "protocol_metadata":
                 getters.append(lambda rec, m: rec.metadata_map())
-            elif name in binding_columns and name not in message.placeholders:
+            elif name in binding_columns and name not in named:
                 column = binding_columns[name]
                 getters.append(lambda rec, m, c=column: rec.metadata(c) if rec.binding is not None and c in rec.binding.columns else None)
             elif name in ("source_file", "source_line", "source_fields"):
                 getters.append(None)  # lineage, filled in per record
             elif name == "ingested_at":
                 getters.append(lambda rec, m: ingested)
-            elif name in placeholders or (name in message.placeholders and name not in declared):
+            elif name in placeholders or (name in named and name not in declared):
                 getters.append(lambda rec, m, p=placeholders.get(name, name): m.placeholders.get(p))
             elif name in declared:
                 decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}

@@ -41,8 +41,6 @@ from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
 from .tasks import engine_for, execute, parallelism
 
-COMMIT_THREADS = 8
-
 
 def classify_partition(
     spark: SparkSession | Callable[[], SparkSession],
@@ -161,8 +159,10 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
 
     writes = plan.write
     # every table the partition feeds, and every table that held rows of it before (emptied)
-    with store.loaded_once():  # each table's log loaded once for the sync, the commit and the count
-        touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or store.has_partition(t.name, day))]
+    touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or store.has_partition(t.name, day))]
+    loads = [t.name for t in touched] + ([DEADLETTER_TABLE] if writes is None or DEADLETTER_TABLE in writes else [])
+    # each table's log loaded once, all of them first and in threads, for the sync, the commit and the count
+    with store.loaded_once(loads, threads=store.commit_threads):
         sync_message_tables(store, touched)  # created / evolved as the catalog says
         commits = {t.name: written.get(t.name, []) for t in touched}
         if writes is None or DEADLETTER_TABLE in writes:
@@ -171,7 +171,7 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         stray = set(written) - set(commits)
         if stray:
             raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
-        with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(commits), 1))) as pool:
+        with ThreadPoolExecutor(min(store.commit_threads, max(len(commits), 1))) as pool:
             committed = dict(zip(commits, pool.map(
                 lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
         result.versions = {name: c.version for name, c in committed.items()}
@@ -206,7 +206,7 @@ def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date
     stored = {n: rows for n, rows in (stored or {}).items() if rows is not None}
     names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE]
              if n not in stored and store.has_partition(n, day) and store.exists(n)]
-    with ThreadPoolExecutor(COMMIT_THREADS) as pool:  # one Delta log read per table
+    with ThreadPoolExecutor(store.commit_threads) as pool:  # one Delta log read per table
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
     counts.update({n: rows for n, rows in stored.items() if rows or store.has_partition(n, day)})
     stored = sum(counts.values())

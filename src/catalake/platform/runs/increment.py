@@ -25,7 +25,7 @@ from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import ledger
-from .day import COMMIT_THREADS, classify_partition, day_run, ensure_deadletter
+from .day import classify_partition, day_run, ensure_deadletter
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
 from .tasks import engine_for, execute, parallelism
@@ -119,7 +119,7 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
     fed = [t for t in tables if t.name in written]
     # each table's log loaded once, all of them first and in threads, for the sync, the check and the append
     clock = time.perf_counter()
-    with store.loaded_once(list(written), threads=COMMIT_THREADS):
+    with store.loaded_once(list(written), threads=store.commit_threads):
         seconds["logs"] = time.perf_counter() - clock
         sync_message_tables(store, fed)
         if DEADLETTER_TABLE in written:
@@ -144,7 +144,7 @@ def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: s
             return name, None
         return name, store.append_partition(name, written[name], PARTITION_COLUMN, day, transaction=(app, n))
 
-    with ThreadPoolExecutor(min(COMMIT_THREADS, max(len(written), 1))) as pool:
+    with ThreadPoolExecutor(min(store.commit_threads, max(len(written), 1))) as pool:
         for name, committed in pool.map(append, list(written)):
             if committed is not None:
                 result.versions[name] = committed.version

@@ -45,22 +45,25 @@ from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, parti
 # of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
 # 0.5 s over a day of 100 increments; benchmarks/RESULTS.md)
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+COMMIT_THREADS = 8  # tables loaded and committed at once by default (Settings.commit_threads)
 
 
 class DeltaStore:
     """The warehouse: named Delta tables (``catalog/messages``) under one root."""
 
     def __init__(self, spark: SparkSession | Callable[[], SparkSession], root: str | os.PathLike, backend: str = "auto",
-                 *, master: str | None = None, conf: dict | None = None):
+                 *, master: str | None = None, conf: dict | None = None, commit_threads: int = COMMIT_THREADS):
         """`spark`: the session, or a function starting it when first needed; with the session's
         `master` and `conf`, a store whose backend they decide (backend_without_session) does
-        not wait for Spark until a table is read or written through it."""
+        not wait for Spark until a table is read or written through it. `commit_threads`: how
+        many tables a run loads and commits at once (CATALAKE_COMMIT_THREADS)."""
         from ..spark import is_session
 
         self._spark = spark if is_session(spark) else None
         self._start = None if self._spark is not None else spark
         self._configured = False
         self.root = uris.normalize(root)
+        self.commit_threads = max(1, commit_threads)
         self.options = uris.delta_options(self.root)
         self._loaded: dict[str, DeltaTable] | None = None  # see loaded_once
         known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
@@ -439,4 +442,4 @@ def _snapshot_rows(table: DeltaTable, column: str, value) -> int | None:
     return _committed(0, table, column, value).rows
 
 
-__all__ = ["Committed", "DeltaStore", "TABLE_PROPERTIES"]
+__all__ = ["COMMIT_THREADS", "Committed", "DeltaStore", "TABLE_PROPERTIES"]
