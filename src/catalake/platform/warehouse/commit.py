@@ -4,7 +4,9 @@ table in one transaction.
 On S3, delta-rs (1.x) makes each commit with a conditional put (`If-None-Match`): two writers of
 one table never both create the same log entry, so no lock table is needed. A partition overwrite
 that loses that race to another commit is made again on the new snapshot (``commit``): the
-partition ends with exactly one writer's files.
+partition ends with exactly one writer's files. A commit that is the only version after the
+snapshot it was made from (``only_new_version``, one request) does not read the log again: at
+thousands of tables a commit each, that read was a third of an increment's commit phase.
 """
 
 from __future__ import annotations
