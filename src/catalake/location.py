@@ -53,7 +53,8 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
         assets=assets,
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions), build_maintenance_schedule(maintenance_job, partitions)],
-        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout),
+        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout,
+                                      settings.increment_seconds),
                  build_compaction_sensor(events_job, maintenance_job)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM.

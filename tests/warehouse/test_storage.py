@@ -271,10 +271,17 @@ def test_an_append_reports_the_partition_after_it_with_or_without_another_writer
     assert DeltaTable(str(tmp_path / "w" / "events")).transaction_version("app") == 2
 
 
-def test_commit_threads_are_a_setting():
+def test_commit_threads_and_the_increment_interval_are_settings(tmp_path):
+    """docs/capacity.md's levers: the store's commit threads and the landing sensor's interval."""
+    from catalake.location import build_definitions
     from catalake.platform.config import Settings
 
-    assert Settings.from_env({}).commit_threads == 8
-    assert Settings.from_env({"CATALAKE_COMMIT_THREADS": "32"}).commit_threads == 32
-    with pytest.raises(ValueError, match="CATALAKE_COMMIT_THREADS"):
-        Settings.from_env({"CATALAKE_COMMIT_THREADS": "0"})
+    assert (Settings.from_env({}).commit_threads, Settings.from_env({}).increment_seconds) == (8, 30)
+    settings = Settings.from_env({"CATALAKE_COMMIT_THREADS": "32", "CATALAKE_INCREMENT_SECONDS": "300",
+                                  "CATALAKE_WAREHOUSE": str(tmp_path / "w")})
+    definitions = build_definitions(settings, analytics=False)
+    assert definitions.get_sensor_def("landing_sensor").minimum_interval_seconds == 300
+    assert definitions.resources["warehouse"].store(definitions.resources["spark"]).commit_threads == 32
+    for name in ("CATALAKE_COMMIT_THREADS", "CATALAKE_INCREMENT_SECONDS"):
+        with pytest.raises(ValueError, match=name):
+            Settings.from_env({name: "0"})

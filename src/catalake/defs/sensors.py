@@ -8,8 +8,8 @@ from catalake.platform.landing.listing import landing_partitions
 from .jobs import DAILY_SELECTION
 
 
-def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day"):
-    @sensor(job=events_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.STOPPED)
+def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day", interval_seconds: int = 30):
+    @sensor(job=events_job, minimum_interval_seconds=interval_seconds, default_status=DefaultSensorStatus.STOPPED)
     def landing_sensor(context: SensorEvaluationContext):
         """Requests an incremental run for every landing day that appeared or whose files changed:
         it reads what landed since the day's last run (a full run when a file changed otherwise).

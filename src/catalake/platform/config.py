@@ -82,6 +82,9 @@ class Settings:
     CATALAKE_RETENTION_HOURS  how long files a commit removed stay for time travel, and files no
                            commit took are kept, before a vacuum deletes them (default 168: Delta's
                            7 days)
+    CATALAKE_INCREMENT_SECONDS  how often the landing sensor looks for new files and requests
+                           increments (default 30): at thousands of tables an increment costs
+                           more than 30 s (docs/capacity.md sizes it)
     CATALAKE_COMMIT_THREADS  table commits a run makes at once (default 8): on object storage a
                            commit waits on about 24 requests (docs/capacity.md), so more threads
                            shorten an increment over thousands of tables; on local disk the
@@ -110,6 +113,7 @@ class Settings:
     compact_files: int = 32
     retention_hours: float = 168.0
     commit_threads: int = 8
+    increment_seconds: int = 30
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
@@ -158,6 +162,7 @@ class Settings:
             compact_files=_positive(env, "CATALAKE_COMPACT_FILES", default.compact_files),
             retention_hours=float(env.get("CATALAKE_RETENTION_HOURS") or default.retention_hours),
             commit_threads=_positive(env, "CATALAKE_COMMIT_THREADS", default.commit_threads),
+            increment_seconds=_positive(env, "CATALAKE_INCREMENT_SECONDS", default.increment_seconds),
         )
 
     def local_bytes(self, incremental: bool) -> int:
