@@ -94,7 +94,7 @@ def classify_increment(
             seconds["job"] = time.perf_counter() - clock
             clock = time.perf_counter()
             _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result,
-                    resumed=pending is not None, seconds=seconds)
+                    seconds=seconds)
             entry.update(merged.kept(), done=True)
             ledger.save(store.root, day, day_ledger)
             seconds["commits"] = time.perf_counter() - clock
@@ -109,11 +109,12 @@ def classify_increment(
 
 
 def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, app: str, n: int,
-            result: PartitionResult, resumed: bool, seconds: dict[str, float]) -> None:
+            result: PartitionResult, seconds: dict[str, float]) -> None:
     """One Delta append per table the increment fed (dead letters included), each carrying the
-    increment as application transaction `app` version `n`. When the increment is `resumed`
-    (a stopped run's), a table whose log has that transaction already is not appended to
-    again; a new increment's transaction is in no log, and is not looked for."""
+    increment as application transaction `app` version `n`: a table whose log has it already (a
+    stopped run committed it, or another run of the same range did first) is not appended to
+    again. Delta's conflict check covers only commits after the snapshot a commit was made
+    from, so the snapshot itself is looked at first."""
     written = merged.written
     result.rows_added, result.deadletter, result.files = merged.rows, merged.deadletter, merged.per_file
     fed = [t for t in tables if t.name in written]
@@ -125,7 +126,7 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         if DEADLETTER_TABLE in written:
             ensure_deadletter(store)
         seconds["sync"] = time.perf_counter() - clock - seconds["logs"]
-        _append_each(store, plan, written, app, n, result, resumed)
+        _append_each(store, plan, written, app, n, result)
     for table in fed:
         result.written.append(table.name)
         result.tables[table.message.xid] = result.rows_added.get(table.name, 0)
@@ -133,12 +134,11 @@ def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         result.written.append(DEADLETTER_TABLE)
 
 
-def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult,
-                 resumed: bool) -> None:
+def _append_each(store: DeltaStore, plan: Plan, written: dict[str, list], app: str, n: int, result: PartitionResult) -> None:
     day = plan.day
 
     def append(name: str):
-        done = store.transaction_version(name, app) if resumed else None
+        done = store.transaction_version(name, app)
         if done is not None and done >= n:
             store.remove_uncommitted(plan.run, day, [name])  # this run's copy of rows the log has
             return name, None
