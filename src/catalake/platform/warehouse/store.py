@@ -254,16 +254,12 @@ class DeltaStore:
         written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
         path = self.path(name)
         try:
-            table = self._table(name) if self._loaded is not None else None
-            before = _committed(-1, table, column, value) if table is not None else None
             version, table, reloaded = commit(path, written, [column], None, overwrite=False, transaction=transaction,
-                                              table=table)
-            if reloaded or before is None:
-                if not reloaded:
-                    table.update_incremental()
+                                              table=self._table(name) if self._loaded is not None else None)
+            if reloaded:
                 return _committed(version, table, column, value)
             self._forget(name)  # the snapshot before the commit: loaded again when next read
-            added = _rows(written)
+            before, added = _committed(version, table, column, value), _rows(written)
             return Committed(version, None if before.rows is None or added is None else before.rows + added,
                              before.files + len(written))
         except AlreadyCommitted:
