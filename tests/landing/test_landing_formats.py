@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import pytest
-from deltalake import DeltaTable
 
 from catalake.demo.generate import day_records, write_layouts
 from catalake.demo.writers import (
@@ -31,10 +30,10 @@ from catalake.platform.config import DEMO_DIR, Settings
 from catalake.platform.landing.listing import Landed, landing_partitions, list_day
 from catalake.platform.landing.planning import plan_tasks, tiling_faults
 from catalake.platform.landing.reading import read_piece
-from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
+from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.warehouse.store import DeltaStore
+from support.landed import day_rows, fed, run_landing
 from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 21)
@@ -42,8 +41,13 @@ DAY = dt.date(2026, 11, 21)
 LINEAGE = {"source_file", "source_line", "source_fields", "ingested_at", "protocol", "protocol_metadata"}
 
 
-def no_spark():
-    raise AssertionError("these days are small: Spark must not start")
+def run(tmp_path: Path, demo_tables, landing: Path, layout: str, name: str, day: dt.date = DAY):
+    """Classify one day of `landing` in `layout` into a warehouse of its own; (result, store)."""
+    return run_landing(tmp_path, demo_tables, landing, layout, name, day)
+
+
+def rows(store: DeltaStore, name: str, day: dt.date = DAY) -> list[dict]:
+    return day_rows(store, name, day)
 
 
 @pytest.fixture(scope="module")
@@ -51,27 +55,6 @@ def demo_tables():
     catalog = load_catalog([DEMO_CATALOG])
     tables, _ = message_tables(catalog, [DEMO_CATALOG])
     return catalog, tables
-
-
-def run(tmp_path: Path, demo_tables, landing: Path, layout: str, name: str, day: dt.date = DAY):
-    """Classify one day of `landing` in `layout` into a warehouse of its own; (result, store)."""
-    catalog, tables = demo_tables
-    store = DeltaStore(no_spark, tmp_path / f"warehouse-{name}", "delta-rs", master="local[2]")
-    sync_message_tables(store, tables)
-    result = classify_partition(no_spark, store, catalog, tables, str(landing), day, local_bytes=1 << 30, layout=layout)
-    ok, counts = conservation(store, tables, day, result.records, result.stored)
-    assert ok, counts
-    return result, store
-
-
-def rows(store: DeltaStore, name: str, day: dt.date = DAY) -> list[dict]:
-    table = DeltaTable(store.path(name)).to_pyarrow_table()
-    return [r for r in table.to_pylist() if r["event_date"] == day]
-
-
-def fed(result, tables) -> dict[str, int]:
-    """Rows written per table name (the result counts by definition xid)."""
-    return {t.name: result.tables[t.message.xid] for t in tables if result.tables.get(t.message.xid)}
 
 
 def payload_rows(store: DeltaStore, name: str) -> list[str]:

@@ -97,7 +97,7 @@ RECORDS = [
                   "CE_type": "t.rocket", "CE_contenttype": "application/json"}, "body": {"a": 8}}, "rocketmq", "ROCKETMQ",
      {"type": "t.rocket", "datacontenttype": "application/json"}),
     ("base64", ce("t.bin", data_base64="AAEC"), "cloudevents", None, {"type": "t.bin"}),
-    ("not-an-event", {"hello": "world"}, "not_an_event", None, None),
+    ("plain-value", {"hello": "world"}, "plain", None, None),  # not_an_event unless a definition takes plain values
     ("malformed", "{not json", "malformed_json", None, None),
     ("trailing-text", json.dumps(ce("t.trailing")) + " and more", "malformed_json", None, None),
     ("json-array", "[1, 2]", "not_an_event", None, None),

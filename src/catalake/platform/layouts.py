@@ -1,14 +1,20 @@
 """Landing layouts: where a day's files are below the landing root (landing-zone.md "Layouts").
 
 A layout is a template of folder names below the root down to the day's folder; everything below
-that folder (hours, minutes, seconds, any subfolders) is the day's. Placeholders:
+that folder (hours, minutes, seconds, any subfolders) is the day's. Its last segment may also name
+the files themselves, when it holds a field or a `*`: a file whose name (without its extensions,
+`.json`, `.avro.gz`) matches it is a file of its day (`{date}/{topic}-{partition}-{offset}` for
+Aiven's sink, `{namespace}/{eventhub}/p{partition}--{yyyy}-{mm}-{dd}--*` for Event Hubs Capture
+named with the date in the file name). Placeholders:
 
 * `{date}` a `YYYY-MM-DD` folder; `{yyyy}`, `{mm}`, `{dd}` year, month and day folders (a month
   or day of one or two digits). A segment that is only a date placeholder also matches a
   Hive-style `name=value` folder (`dt=2026-11-21`, `year=2026`): writers differ only in that.
-* `{name}` any one folder, whose name becomes a path field of every file below it (the lineage
-  column `source_fields`; a `topic` field names the Kafka topic of a record that does not carry
-  one); `*` any one folder, not kept.
+* `{name}` any text up to a `/`, which becomes a path field of every file below it (the lineage
+  column `source_fields`). A `topic` field makes the records of its files Kafka records of that
+  topic when they do not carry one (a sink writes values only), `{partition}` their partition and
+  `{offset}` the offset of a file's first record (both digits only, as Kafka Connect's sinks
+  write them); `*` any text, not kept.
 * anything else is literal text.
 
 Named layouts (CATALAKE_LANDING_LAYOUT), each also writable as its template:
@@ -35,6 +41,8 @@ NAMED = {
     "connect": "topics/{topic}/{yyyy}/{mm}/{dd}",
 }
 DATE_PARTS = {"date": r"\d{4}-\d{2}-\d{2}", "yyyy": r"\d{4}", "mm": r"\d{1,2}", "dd": r"\d{1,2}"}
+DIGITS = {"partition": r"\d+", "offset": r"\d+"}  # Kafka's partition and first offset: numbers
+WILDCARD = "[^/]*?"
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 FIELD_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 HIVE_KEY = r"(?:[A-Za-z_][A-Za-z0-9_]*=)?"
@@ -48,12 +56,23 @@ class LayoutError(CatalakeError, ValueError):
 class Segment:
     text: str  # as written in the template
     pattern: re.Pattern | None  # None: literal text, the folder's name itself
+    files: bool = False  # the last segment, with a field or `*`: it may name files as well
 
     def match(self, name: str) -> dict[str, str] | None:
         if self.pattern is None:
             return {} if name == self.text else None
         m = self.pattern.match(name)
         return None if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
+
+    def match_file(self, name: str) -> dict[str, str] | None:
+        """A file's name matched as it is, else without its extensions one by one (the name
+        templates of sinks and Capture leave out the `.json`, `.avro`, `.gz` they append)."""
+        while True:
+            found = self.match(name)
+            stem, dot, _ = name.rpartition(".")
+            if found is not None or not dot or not stem:
+                return found
+            name = stem
 
 
 @dataclass(frozen=True)
@@ -83,11 +102,10 @@ def parse(setting: str | None) -> Layout:
     if not template:
         raise LayoutError(f"CATALAKE_LANDING_LAYOUT {setting!r}: empty; use one of {', '.join(NAMED)} or a template")
     segments, seen = [], set()
-    for text in template.split("/"):
+    texts = template.split("/")
+    for i, text in enumerate(texts):
         names = PLACEHOLDER.findall(text)
-        if text == "*":
-            segments.append(Segment(text, re.compile(r"^(?!\.)[^/]+$")))
-            continue
+        last = i == len(texts) - 1
         if "{" in PLACEHOLDER.sub("", text) or "}" in PLACEHOLDER.sub("", text) or not text or text in (".", ".."):
             raise LayoutError(f"CATALAKE_LANDING_LAYOUT {setting!r}: folder {text!r} is not a literal name or {{placeholder}}s")
         for name in names:
@@ -97,22 +115,29 @@ def parse(setting: str | None) -> Layout:
             if name in seen:
                 raise LayoutError(f"CATALAKE_LANDING_LAYOUT {setting!r}: placeholder {{{name}}} appears twice")
             seen.add(name)
-        if not names:
+        if not names and "*" not in text:
             segments.append(Segment(text, None))
             continue
         pattern, at = "", 0
         for m in PLACEHOLDER.finditer(text):
             name = m.group(1)
-            pattern += re.escape(text[at:m.start()]) + f"(?P<{name}>{DATE_PARTS.get(name, r'[^/]+?' if m.end() < len(text) else r'[^/]+')})"
+            value = DATE_PARTS.get(name) or DIGITS.get(name) or (r"[^/]+?" if m.end() < len(text) else r"[^/]+")
+            pattern += _literal(text[at:m.start()]) + f"(?P<{name}>{value})"
             at = m.end()
-        pattern += re.escape(text[at:])
+        pattern += _literal(text[at:])
         if len(names) == 1 and names[0] in DATE_PARTS and text == "{" + names[0] + "}":
             pattern = HIVE_KEY + pattern
-        segments.append(Segment(text, re.compile(f"^{pattern}$")))
+        files = last and ("*" in text or any(n not in DATE_PARTS for n in names))
+        segments.append(Segment(text, re.compile(f"^(?!\\.){pattern}$" if text == "*" else f"^{pattern}$"), files))
     if "date" in seen and seen & {"yyyy", "mm", "dd"} or "date" not in seen and not {"yyyy", "mm", "dd"} <= seen:
         raise LayoutError(f"CATALAKE_LANDING_LAYOUT {setting!r}: the template names the day by {{date}}, "
                           "or by all of {yyyy}, {mm} and {dd}")
     return Layout(value, template, tuple(segments))
+
+
+def _literal(text: str) -> str:
+    """Literal text of a segment as a pattern, each `*` any text."""
+    return WILDCARD.join(re.escape(part) for part in text.split("*"))
 
 
 def day_of(values: dict[str, str]) -> dt.date | None:

@@ -321,6 +321,8 @@ class CompiledCatalog:
         self.by_type: dict[str, list[Definition]] = {}
         self.by_address: dict[tuple[str, str], list[Definition]] = {}
         self.unkeyed: list[Definition] = []
+        # definitions with neither envelope nor protocol: the only ones a plain value may match
+        self.takes_plain = any(not d.ce and d.family is None for d in self.definitions)
         for d in self.definitions:
             exact = {c.key: c.value for c in d.checks if c.value is not None}
             address = exact.get(f"opt:{ADDRESS_OPTIONS.get(d.family or '', '')}")

@@ -15,8 +15,9 @@ already reads, so that matching, dead letters (`raw`), replay and lineage work t
   fields are the CloudEvents attributes, is a structured CloudEvent;
 * a Parquet row of Spark's Kafka source (`key`, `value`, `topic`, `partition`, `offset`,
   `timestamp`, `headers`) is a Kafka record (the CloudEvents Kafka binding decides its mode);
-* any other Avro or Parquet record is its fields as a JSON object (a Kafka Connect value is then
-  made a Kafka record of its topic by `kafka_value_record`).
+* any other Avro or Parquet record is its fields as a JSON object, null fields left out
+  (`plain_value`: a plain value, or a Kafka Connect value, then made a Kafka record of its topic
+  by `kafka_value_record`).
 
 Bytes that are UTF-8 text stay text (a JSON payload is then decoded once, as for a landed JSON
 record); other bytes are given as base64 (`payload_base64`, `body_base64`, `data_base64`).
@@ -54,8 +55,9 @@ CONNECT_FILE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)(
 
 def sniff(head: bytes, name: str) -> str:
     """The format of a file from its first bytes and (only for JSON text) its name: `gzip`,
-    `zstd`, `snappy` (framed), `avro`, `parquet`, `document` (one JSON value: `.json`, or text
-    starting with `[` in a file not named as lines), `lines`, or `unknown`."""
+    `zstd`, `snappy` (framed), `avro`, `parquet`, `document` (`.json`: one JSON value, or values
+    one after another; text starting with `[` in a file not named as lines, or with RFC 7464's
+    record separator), `lines`, or `unknown`."""
     if head.startswith(GZIP):
         return "gzip"
     if head.startswith(ZSTD):
@@ -67,7 +69,7 @@ def sniff(head: bytes, name: str) -> str:
     if head.startswith(PARQUET):
         return "parquet"
     lower = inner_name(name).lower()
-    if lower.endswith(".json"):
+    if lower.endswith(".json") or head.startswith(b"\x1e"):  # RFC 7464 starts every value with RS
         return "document"
     if lower.endswith(LINE_SUFFIXES):
         return "lines"
@@ -187,6 +189,17 @@ def jsonable(value) -> Any:
     return value
 
 
+def plain_value(value) -> Any:
+    """An Avro record or Parquet row of no event shape as the JSON object it stands for: a null
+    field is a member the value does not have (Avro's `["null", T]`, a Parquet null: an optional
+    field left out), as JSON Schema reads an optional property."""
+    if isinstance(value, dict):
+        return {str(k): plain_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    return jsonable(value)
+
+
 def _text(value) -> str | None:
     if value is None:
         return None
@@ -217,13 +230,33 @@ def _millis(value) -> int | None:
 
 # -- records
 
+CAPTURE_TIME = "%m/%d/%Y %I:%M:%S %p"  # EnqueuedTimeUtc as Capture writes it: 12/9/2022 5:10:16 PM (UTC)
+
+
+def capture_time(text) -> int | None:
+    """Capture's `EnqueuedTimeUtc` text as epoch milliseconds (what the `x-opt-enqueued-time`
+    annotation holds), or None when it is not in Capture's form."""
+    try:
+        moment = dt.datetime.strptime(str(text).strip(), CAPTURE_TIME)
+    except ValueError:
+        return None
+    return int(moment.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
 def capture_record(r: dict) -> dict:
-    """An Event Hubs Capture `EventData` record as the AMQP message it was received as."""
+    """An Event Hubs Capture `EventData` record as the AMQP message it was received as. The
+    system properties are the message's own annotations (`x-opt-enqueued-time` in epoch
+    milliseconds, `x-opt-sequence-number`, `x-opt-offset`); Capture's SequenceNumber, Offset and
+    EnqueuedTimeUtc (a locale text, to the second) only fill in what they lack."""
     system = {str(k).lower(): v for k, v in (r.get("SystemProperties") or {}).items()}
     properties = {k: _text(v) for k, v in system.items() if k in AMQP_PROPERTIES}
     annotations = {k: _text(v) for k, v in system.items() if k not in AMQP_PROPERTIES}
-    annotations.update({"x-opt-sequence-number": _text(r.get("SequenceNumber")), "x-opt-offset": _text(r.get("Offset")),
-                        "x-opt-enqueued-time": _text(r.get("EnqueuedTimeUtc"))})
+    enqueued = r.get("EnqueuedTimeUtc")
+    captured = {"x-opt-sequence-number": r.get("SequenceNumber"), "x-opt-offset": r.get("Offset"),
+                "x-opt-enqueued-time": capture_time(enqueued) or enqueued}
+    for name, value in captured.items():
+        if annotations.get(name) is None:
+            annotations[name] = _text(value)
     record = {"protocol": "AMQP/1.0", "properties": properties,
               "application_properties": {str(k): _text(v) for k, v in (r.get("Properties") or {}).items()},
               "message_annotations": {k: v for k, v in annotations.items() if v is not None}}
@@ -303,7 +336,7 @@ def converter(field_names: set[str]) -> Callable[[dict], dict]:
         return kafka_source_record
     if CE_REQUIRED <= field_names:
         return flat_event
-    return jsonable
+    return plain_value
 
 
 def avro_field_names(schema) -> set[str]:
@@ -319,22 +352,32 @@ def connect_origin(name: str) -> tuple[int, int] | None:
     return (int(m.group("partition")), int(m.group("offset"))) if m else None
 
 
+def kafka_origin(fields: dict, name: str) -> tuple[int | None, int | None]:
+    """(Kafka partition, first offset) of a file of a topic's values: the layout's `{partition}`
+    and `{offset}` fields (Lenses', Aiven's names), else Kafka Connect's file name; None where
+    neither says."""
+    named = connect_origin(name) or (None, None)
+    partition, offset = fields.get("partition"), fields.get("offset")
+    return (int(partition) if partition is not None else named[0], int(offset) if offset is not None else named[1])
+
+
 def is_kafka_record(obj) -> bool:
     from ..records.protocols import binding_of
 
     return isinstance(obj, dict) and binding_of(obj) is not None
 
 
-def kafka_value_record(value, topic: str, origin: tuple[int, int] | None, position: int) -> dict:
-    """A Kafka Connect value (a record whose file carries no topic) as the Kafka record it was:
-    the topic from the layout, partition and offset from the file name (first offset + the
-    record's position - 1). A value that is a structured CloudEvent keeps that mode (the
-    `content-type` header the binding requires for it)."""
+def kafka_value_record(value, topic: str, origin: tuple[int | None, int | None], position: int) -> dict:
+    """A Kafka sink's value (a record whose file carries no topic) as the Kafka record it was:
+    the topic from the layout, partition and offset from the layout or the file name (first
+    offset + the record's position - 1). A value that is a structured CloudEvent keeps that mode
+    (the `content-type` header the binding requires for it)."""
+    partition, first = origin
     record: dict = {"topic": topic}
-    if origin is not None:
-        record["partition"], record["offset"] = origin[0], origin[1] + position - 1
-    else:
-        record["offset"] = position - 1  # no offset known: the position keeps the record a Kafka record
+    if partition is not None:
+        record["partition"] = partition
+    # no offset known: the position keeps the record a Kafka record
+    record["offset"] = first + position - 1 if first is not None else position - 1
     if isinstance(value, dict) and CE_REQUIRED <= set(value):
         record["headers"] = ["content-type", "application/cloudevents+json"]
     record["payload"] = value

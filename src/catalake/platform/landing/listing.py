@@ -107,13 +107,21 @@ def list_day(root: str, day: dt.date, layout: str | Layout | None = None) -> Day
 
 def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date, layout: Layout) -> DayListing:
     listing = DayListing()
-    for _, folder, fields in day_folders(filesystem, root, layout, day, listing):
-        _list_folder(filesystem, root, folder, fields, listing)
+    for _, folder, fields, landed in day_folders(filesystem, root, layout, day, listing):
+        _list_folder(filesystem, root, folder, fields, listing, landed)
     listing.files.sort(key=lambda f: f.path)
     return listing
 
 
-def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: DayListing) -> None:
+def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: DayListing, landed: Landed | None = None) -> None:
+    """The files below a day's folder into `listing`; or, where the layout named the file
+    itself (`landed`), that file (its folder is then a folder of the day)."""
+    if landed is not None:
+        parent = folder.rsplit("/", 1)[0] if uris.is_remote(folder) else os.path.dirname(folder)
+        if not listing.folders or listing.folders[-1] != parent:
+            listing.folders.append(parent)
+        listing.files.append(replace(landed, fields=fields))
+        return
     before = len(listing.files)
     if uris.is_remote(root):
         _list_remote(filesystem, folder, listing)
@@ -123,8 +131,9 @@ def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: Day
         listing.files[before:] = [replace(f, fields=fields) for f in listing.files[before:]]
 
 
-def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str]]:
-    """(name, path, kind: dir | file | link) of a folder's entries that are not hidden."""
+def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str, object]]:
+    """(name, path, kind: dir | file | link, pyarrow FileInfo or os.DirEntry) of a folder's
+    entries that are not hidden."""
     if remote:
         scheme = folder.split("://", 1)[0]
         _, path = uris.filesystem(folder)
@@ -132,36 +141,45 @@ def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str
             found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         except OSError as exc:
             raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
-        return [(i.base_name, f"{scheme}://{i.path}", "dir" if i.type == pafs.FileType.Directory else "file")
+        return [(i.base_name, f"{scheme}://{i.path}", "dir" if i.type == pafs.FileType.Directory else "file", i)
                 for i in found if not is_hidden(i.base_name)]
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [(e.name, e.path, "link" if e.is_symlink() else "dir" if e.is_dir() else "file")
+    return [(e.name, e.path, "link" if e.is_symlink() else "dir" if e.is_dir() else "file", e)
             for e in entries if not is_hidden(e.name)]
 
 
+def _landed(path: str, entry) -> Landed:
+    """A listed file as Landed, from its listing entry (one stat of a local file)."""
+    if isinstance(entry, pafs.FileInfo):
+        return Landed(path, entry.size, entry.mtime_ns or 0)
+    stat = entry.stat()
+    return Landed(path, stat.st_size, stat.st_mtime_ns)
+
+
 def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
-                listing: DayListing | None = None) -> list[tuple[dt.date, str, tuple]]:
-    """(day, folder, path fields) of every folder of the layout below the root (of `day` only,
-    when given): folder by folder along the template, listing only what can still match."""
+                listing: DayListing | None = None) -> list[tuple[dt.date, str, tuple, Landed | None]]:
+    """(day, folder, path fields, None) of every folder of the layout below the root (of `day`
+    only, when given), and (day, path, path fields, Landed) of every file the layout's last
+    segment names: folder by folder along the template, listing only what can still match."""
     listing = listing if listing is not None else DayListing()
     remote = uris.is_remote(root)
-    level: list[tuple[str, dict]] = [(root, {})]
+    level: list[tuple[str, dict, Landed | None]] = [(root, {}, None)]
     for i, segment in enumerate(layout.segments):
         last = i == len(layout.segments) - 1
-        following: list[tuple[str, dict]] = []
-        for folder, values in level:
+        following: list[tuple[str, dict, Landed | None]] = []
+        for folder, values, _ in level:
             if segment.pattern is None:  # a literal folder: no listing needed
                 path = uris.join(folder, segment.text)
                 if not remote and os.path.islink(path):
                     listing.skipped.append(path)
                 else:
-                    following.append((path, values))
+                    following.append((path, values, None))
                 continue
-            for name, path, kind in _children(filesystem, folder, remote):
-                found = segment.match(name)
+            for name, path, kind, entry in _children(filesystem, folder, remote):
+                found = segment.match_file(name) if kind == "file" and segment.files else segment.match(name)
                 if found is None:
                     continue
                 merged = {**values, **found}
@@ -170,15 +188,17 @@ def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
                 if kind == "link":  # the landing root is a jail: a link is reported, never followed
                     listing.skipped.append(path)
                 elif kind == "dir":
-                    following.append((path, merged))
+                    following.append((path, merged, None))
+                elif segment.files:
+                    following.append((path, merged, _landed(path, entry)))
                 elif last and layouts.day_of(merged) is not None:
                     listing.ignored.append(path + " (a file where the day's folder belongs)")
         level = following
     out = []
-    for folder, values in level:
+    for folder, values, landed in level:
         found_day = layouts.day_of(values)
         if found_day is not None and (day is None or found_day == day):
-            out.append((found_day, folder, layouts.fields_of(values)))
+            out.append((found_day, folder, layouts.fields_of(values), landed))
     return sorted(out, key=lambda f: f[1])
 
 
@@ -243,8 +263,8 @@ def landing_partitions(root: str, layout: str | Layout | None = None) -> dict[st
     filesystem = check_root(root)
     layout = _layout(layout)
     by_day: dict[dt.date, DayListing] = {}
-    for day, folder, fields in day_folders(filesystem, root, layout, None):
-        _list_folder(filesystem, root, folder, fields, by_day.setdefault(day, DayListing()))
+    for day, folder, fields, landed in day_folders(filesystem, root, layout, None):
+        _list_folder(filesystem, root, folder, fields, by_day.setdefault(day, DayListing()), landed)
     out: dict[str, str] = {}
     for day, listing in sorted(by_day.items()):
         digest = hashlib.sha256()
@@ -261,7 +281,7 @@ def first_day(root: str, layout: str | Layout | None = None) -> dt.date | None:
         found = day_folders(check_root(root), root, _layout(layout), None)
     except (OSError, uris.LocationError):
         return None
-    return min((d for d, _, _ in found), default=None)
+    return min((d for d, *_ in found), default=None)
 
 
 DEFAULT_START = "2026-11-01"  # the first partition of a landing zone with no day in it yet

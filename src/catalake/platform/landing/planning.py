@@ -4,7 +4,8 @@ The driver lists the files once, with their sizes (listing.py), and cuts them in
 (`plan_tasks`): a file larger than the split size is cut where its format can be cut (JSON lines
 at line ends, with the first line number of each piece counted by the driver; Avro at block
 boundaries, with the first record number from the blocks' headers; Parquet at row groups), small
-files are packed together, a compressed file or a document is one piece. Every piece ends at a
+files are packed together, a compressed file or a document is one piece (a `.json` file of JSON
+lines is cut as lines). Every piece ends at a
 planned byte: a file that grows while the day runs is read up to the size it was listed with (its
 last complete line), and the rest is the next run's. `tiling_faults` proves a plan reads every
 listed byte once.
@@ -136,7 +137,23 @@ def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
     return [Piece(path, start, end, kind="parquet", fields=landed.fields) for start, end in zip(cuts, bounds)]
 
 
-CUTTERS = {"lines": _cuts, "avro": _avro_cuts, "parquet": _parquet_cuts}
+def _document_cuts(landed: Landed, split: int) -> list[Piece]:
+    """A `.json` file cut as JSON lines when its first line is a whole JSON value (a Kafka Connect
+    sink's JSON files, one record a line); one piece otherwise (a document, or values back to
+    back: reading finds where each ends)."""
+    import orjson
+
+    with open_file(landed.path) as f:
+        first = f.readline(FIRST_LINE_BYTES)
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return [Piece(landed.path, size=landed.size, fields=landed.fields)]
+    return _cuts(landed, split)
+
+
+FIRST_LINE_BYTES = 10 << 20  # a longer first line: not read whole to decide
+CUTTERS = {"lines": _cuts, "document": _document_cuts, "avro": _avro_cuts, "parquet": _parquet_cuts}
 
 
 def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None) -> list[list[Piece]]:

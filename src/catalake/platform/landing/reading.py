@@ -2,10 +2,11 @@
 
 The executors read their pieces by literal path (`read_piece`). A file's format is read from its
 first bytes (formats.py): JSON lines, one JSON document (an object, or an array = CloudEvents
-batch), gzip/zstd/snappy-compressed JSON, Avro object container files and Parquet; a file of no
-format catalake reads is one `unsupported_format` dead letter naming it. The position is the
-1-based line of a JSON lines file, element of a batch array (1 for a single document), or record
-(row) of an Avro (Parquet) file. A record longer than the size limit is not read into memory
+batch) or JSON values one after another (`_values`), gzip/zstd/snappy-compressed JSON, Avro
+object container files and Parquet; a file of no format catalake reads is one
+`unsupported_format` dead letter naming it. The position is the 1-based line of a JSON lines
+file, element of a batch array (1 for a single document), value of a sequence, or record (row)
+of an Avro (Parquet) file. A record longer than the size limit is not read into memory
 whole: it comes out as `TooLarge` (its first bytes), and a file that breaks off mid-way gives what
 could be read, then one `Corrupt` entry saying where it broke.
 """
@@ -13,6 +14,8 @@ could be read, then one `Corrupt` entry saying where it broke.
 from __future__ import annotations
 
 import io
+import json
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -148,13 +151,67 @@ def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
-        yield 1, text
+        yield from _values(text)
         return
     if isinstance(document, list):  # a CloudEvents batch: one record per element
         for i, element in enumerate(document, start=1):
             yield i, orjson.dumps(element)
     else:
         yield 1, text
+
+
+RECORD_SEPARATOR = b"\x1e"  # RFC 7464: a JSON text sequence puts one before every value
+_OPENING = re.compile(r"[{\[]")
+_BLANK = re.compile(r"[ \t\r\n]*")
+
+
+def _values(text: bytes) -> Iterator[tuple[int, object]]:
+    """A JSON text file that is not one JSON document, as the values it holds one after another:
+    JSON lines (a Kafka Connect sink's `.json`: their line numbers are their positions, as for a
+    `.jsonl` file), an RFC 7464 sequence or values written back to back (Amazon Data Firehose,
+    `jq` output: their ordinals are). What does not parse is one record, up to where the next
+    value starts (`_next_value`): its dead letter, never the file's."""
+    if RECORD_SEPARATOR in text:
+        chunks = (chunk.strip() for chunk in text.split(RECORD_SEPARATOR))
+        yield from enumerate((chunk for chunk in chunks if chunk), start=1)
+        return
+    try:
+        orjson.loads(text.split(b"\n", 1)[0])
+        yield from _lines(io.BytesIO(text), 1, None)  # one value a line
+        return
+    except orjson.JSONDecodeError:
+        pass
+    # values back to back: the standard library's raw_decode says where each ends (orjson reads
+    # whole documents only, and counts characters, not bytes, where it stops)
+    decoder = json.JSONDecoder()
+    chars = text.decode("utf-8", "surrogateescape")
+    at, ordinal = 0, 0
+    while True:
+        at = _BLANK.match(chars, at).end()
+        if at >= len(chars):
+            return
+        ordinal += 1
+        try:
+            end = decoder.raw_decode(chars, at)[1]
+        except ValueError:  # JSONDecodeError, or a number too long for int()
+            end = _next_value(decoder, chars, at + 1)
+        yield ordinal, chars[at:end].strip().encode("utf-8", "surrogateescape")
+        at = end
+
+
+def _next_value(decoder: json.JSONDecoder, chars: str, start: int) -> int:
+    """Where the first whole value from `start` on begins: an object or array that parses and is
+    followed by another one or the end (an object nested in a broken record is followed by `,`,
+    `}`, `]` or a member); the end when none does."""
+    for opening in _OPENING.finditer(chars, start):
+        try:
+            end = decoder.raw_decode(chars, opening.start())[1]
+        except ValueError:
+            continue
+        follows = _BLANK.match(chars, end).end()
+        if follows == len(chars) or chars[follows] in "{[":
+            return opening.start()
+    return len(chars)
 
 
 def _compressed(piece: Piece, kind: str, f) -> Iterator[tuple[int, object]]:

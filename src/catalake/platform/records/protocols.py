@@ -22,7 +22,7 @@ from urllib.parse import unquote
 
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, MapType, StringType, TimestampType
 
-from ..jsonvalues import as_int, as_text, name_value_map
+from ..jsonvalues import as_int, as_text, name_value_map, rfc3339
 
 TEXT_MAP = MapType(StringType(), StringType(), True)
 
@@ -106,6 +106,19 @@ def _millis(value) -> dt.datetime | None:
         return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
     except OverflowError:
         return None
+
+
+def _annotation(rec: dict, name: str) -> str | None:
+    return (name_value_map(rec.get("message_annotations")) or {}).get(name)
+
+
+def enqueued_time(value) -> dt.datetime | None:
+    """The `x-opt-enqueued-time` annotation (Event Hubs, Service Bus) as a UTC timestamp: an AMQP
+    timestamp is epoch milliseconds; RFC 3339 text is read too."""
+    moment = _millis(value)
+    if moment is None and isinstance(value, str):
+        moment = rfc3339(value)
+    return moment.astimezone(dt.timezone.utc) if moment is not None else None
 
 
 def amqp_properties(rec: dict) -> dict:
@@ -194,6 +207,13 @@ AMQP = Binding(
                lambda rec, h, p: _without(h, ("cloudevents:", "cloudevents_")), scalar=False),
         Column("amqp_message_annotations", TEXT_MAP, "AMQP message annotations.",
                lambda rec, h, p: name_value_map(rec.get("message_annotations")), scalar=False),
+        # Event Hubs' (and Service Bus') annotations of every message, typed as they are meant
+        Column("amqp_enqueued_time", TimestampType(), "When the broker enqueued the message (x-opt-enqueued-time), UTC.",
+               lambda rec, h, p: enqueued_time(_annotation(rec, "x-opt-enqueued-time"))),
+        Column("amqp_sequence_number", LongType(), "The message's sequence number in its partition (x-opt-sequence-number).",
+               lambda rec, h, p: as_int(_annotation(rec, "x-opt-sequence-number"))),
+        Column("amqp_offset", LongType(), "The message's offset in its partition (x-opt-offset).",
+               lambda rec, h, p: as_int(_annotation(rec, "x-opt-offset"))),
     ),
     options=lambda rec, h, p: {"properties": p, "application_properties": h,
                                "message_annotations": name_value_map(rec.get("message_annotations")) or {},

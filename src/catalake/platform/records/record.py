@@ -2,8 +2,10 @@
 
 The kind is recognised by content, never by file name (landing-zone.md, "Record kinds"): a
 `protocol` member or Kafka's `topic` + `offset` name a protocol binding (protocols.py);
-`specversion` a CloudEvent in structured mode; any other JSON is `not_an_event`, text that is not
-JSON `malformed_json`.
+`specversion` a CloudEvent in structured mode; any other JSON object is a `plain` value (an Avro
+record or Parquet row of a sink, a JSON object of an application), which only definitions with
+neither envelope nor protocol take, by their schema; any other JSON is `not_an_event`, text that
+is not JSON `malformed_json`.
 
 CloudEvents attributes come from the structured event (every member but `data` and
 `data_base64`, as text) or, in binary mode, from the binding's headers or properties with its
@@ -34,6 +36,7 @@ from .cloudevents import JSON_STRINGS, NON_EMPTY, REQUIRED
 from .protocols import Binding, binding_of
 
 MISSING = object()  # no payload at all (not JSON null)
+PLAIN = "plain"  # the kind of a JSON object that is neither an event nor a protocol record
 JSON_KINDS = {bool: "boolean", int: "number", float: "number", dict: "object", list: "array"}
 
 
@@ -101,15 +104,16 @@ def batch_events(obj) -> list | None:
     return body if isinstance(body, list) else None
 
 
-def record_fault(rec: Record) -> tuple[str, str] | None:
+def record_fault(rec: Record, takes_plain: bool = False) -> tuple[str, str] | None:
     """(dead-letter reason, detail) of a record no definition may take, whatever the catalog:
-    not an event; a CloudEvent without a core attribute, with a defined attribute the JSON event
+    not an event (a plain value too, unless the catalog `takes_plain` values); a CloudEvent without a core attribute, with a defined attribute the JSON event
     format writes as a string carried as another JSON value (`json_string_faults`), of another
     specversion, or otherwise invalid by CloudEvents 1.0 "Context Attributes" (`id`, `source`,
     `type` and `subject` MUST be non-empty: `empty_attributes`; `time`, when present, MUST be an
     RFC 3339 timestamp with its offset). None for any other record."""
-    if rec.kind == "not_an_event":
-        return "not_an_event", "neither a CloudEvent nor a protocol record"
+    if rec.kind == "not_an_event" or rec.kind == PLAIN and not takes_plain:
+        return "not_an_event", "neither a CloudEvent nor a protocol record" + (
+            " (and no definition without envelope and protocol takes plain values)" if rec.kind == PLAIN else "")
     if not rec.is_ce:
         return None
     missing = [a for a in REQUIRED if rec.attrs.get(a) is None]
@@ -202,7 +206,10 @@ def normalize(obj) -> Record:
     binding = binding_of(obj)
     if binding is None:
         if obj.get("specversion") is None:
-            return Record("not_an_event")
+            rec = Record(PLAIN, None, obj)
+            rec.data = obj
+            rec.fields = _fields(rec)
+            return rec
         rec = Record("cloudevents", None, obj)
         rec.is_structured = True
         _structured(rec, obj)

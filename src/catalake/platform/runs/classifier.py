@@ -54,8 +54,9 @@ from .plan import Plan
 from .taskio import TaskOutput, TaskResult, remove_dead_spills
 
 # dead-letter reasons a catalog change can undo (replay); the others are the record's own faults
-REPLAYED = frozenset({"no_match", "ambiguous", "missing_required_attribute", "schema_violation", "malformed_payload",
-                      "pattern_timeout"})
+# (a plain value is `not_an_event` until the catalog has a definition without envelope and protocol)
+REPLAYED = frozenset({"not_an_event", "no_match", "ambiguous", "missing_required_attribute", "schema_violation",
+                      "malformed_payload", "pattern_timeout"})
 AVRO_BINARY = ("application/avro", "avro/binary", "application/vnd.apache.avro+binary")
 
 
@@ -219,7 +220,7 @@ class Classifier:
         self.fields = dict(fields) if fields else None
         self.topic = self.fields.get("topic") if self.fields else None
         name = source_file.rsplit("/", 1)[-1] if source_file else ""
-        self.origin = formats.connect_origin(name) if self.topic is not None else None
+        self.origin = formats.kafka_origin(self.fields, name) if self.topic is not None else None
 
     def source_file(self, piece: Piece) -> str:
         """A piece's file as rows name it (`source_file`): below the landing root, shown escaped."""
@@ -338,7 +339,7 @@ class Classifier:
 
     def classify_object(self, obj, source_file: str, line: int, raw) -> None:
         rec = normalize(obj)
-        fault = record_fault(rec)
+        fault = record_fault(rec, self.matcher.takes_plain)
         if fault is not None:
             self.deadletter(*fault, source_file, line, raw, rec)
             return
@@ -401,7 +402,7 @@ class Classifier:
                 except strictjson.NotJson:
                     continue
                 for rec in map(normalize, batch_events(obj) or [obj]):
-                    if record_fault(rec) is not None:
+                    if record_fault(rec, self.matcher.takes_plain) is not None:
                         continue
                     m = self.matcher.match(rec)
                     try:
