@@ -93,7 +93,10 @@ def test_a_connect_sink_json_file_is_one_record_a_line(tmp_path, demo_tables):
 
 
 @pytest.mark.parametrize("layout, name, separator", [
-    ("firehose", "rides-1-2026-11-21-06-00-00-0f1e.json", b""),  # Firehose: no separator at all
+    # Firehose: no separator at all; its objects have no extension unless one is set, `.gz` when compressed
+    ("firehose", "rides-1-2026-11-21-06-00-00-0f1e", b""),
+    ("firehose", "rides-1-2026-11-21-06-05-00-9a2b.gz", b""),
+    ("firehose", "rides-1-2026-11-21-06-10-00-77c3.json", b""),
     ("rfc7464", "rides.json-seq", b"\n"),  # a record separator before each value
     ("pretty", "rides.json", b"\n"),  # `jq .` output: values over several lines each
 ])
@@ -107,7 +110,7 @@ def test_json_values_back_to_back_are_one_record_each(tmp_path, demo_tables, lay
         text = b"".join(json.dumps(e, separators=(",", ":")).encode() for e in events)
     day = tmp_path / "landing" / DAY.isoformat()
     day.mkdir(parents=True)
-    (day / name).write_bytes(text)
+    (day / name).write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
     result, store = run_landing(tmp_path, demo_tables, tmp_path / "landing", "day", layout, DAY)
     assert result.records == 40 and result.deadletter == {}
     rows = by_id(store, demo_tables[1])
@@ -159,8 +162,8 @@ def test_plain_avro_json_and_parquet_values_are_rows_of_the_definition_without_e
     orders = [{"order_id": f"O-{i}", "amount": 10.5 + i, "note": "gift" if i % 2 else None} for i in range(6)]
     refunds = [{"refund_id": f"F-{i}", "order_id": f"O-{i}", "amount": 1.25 * i} for i in range(4)]
     day.mkdir(parents=True)
-    (day / "orders.jsonl").write_text("".join(json.dumps({k: v for k, v in o.items() if v is not None}) + "\n"
-                                              for o in orders[:2]))
+    (day / "orders").write_text("".join(json.dumps({k: v for k, v in o.items() if v is not None}) + "\n"
+                                        for o in orders[:2]))  # an application's log, no extension
     order_avro = {"type": "record", "name": "Order", "fields": [
         {"name": "order_id", "type": "string"}, {"name": "amount", "type": "double"},
         {"name": "note", "type": ["null", "string"], "default": None}]}
@@ -174,7 +177,7 @@ def test_plain_avro_json_and_parquet_values_are_rows_of_the_definition_without_e
     assert result.records == 11 and result.deadletter == {"schema_violation": 1}
     got = sorted((r["data"]["order_id"], r["data"]["amount"], r["data"]["note"], r["source_file"].rsplit("/", 1)[-1],
                   r["source_line"]) for r in day_rows(store, "messages/shop__order", DAY))
-    files = ["orders.jsonl"] * 2 + ["orders.avro"] * 2 + ["orders.parquet"] * 2
+    files = ["orders"] * 2 + ["orders.avro"] * 2 + ["orders.parquet"] * 2
     assert got == [(o["order_id"], o["amount"], o["note"], f, (i % 2) + 1) for i, (o, f) in enumerate(zip(orders, files))]
     refunded = sorted((r["data"]["refund_id"], r["data"]["order_id"], r["data"]["amount"], r["source_line"])
                       for r in day_rows(store, "messages/shop__refund", DAY))
@@ -286,3 +289,23 @@ def test_sink_file_names_make_the_values_kafka_records(tmp_path, demo_tables, to
             assert (metadata["topic"], metadata["partition"], metadata["offset"]) == (topic, str(partition), str(first + place - 1))
             assert rows[event["id"]]["source_line"] == place
     assert not {e["id"] for e in chunks[2]} & set(rows)
+
+
+def test_a_large_sink_json_file_is_cut_at_line_ends_and_firehose_values_are_read_whole(tmp_path):
+    """A sink's `.json` file of JSON lines larger than a task's share is cut into pieces like any
+    JSON lines file (each line once, its number kept); values back to back cannot be cut: one piece."""
+    from catalake.platform.landing.listing import Landed
+    from catalake.platform.landing.planning import plan_tasks, tiling_faults
+    from catalake.platform.landing.reading import read_piece
+
+    values = [{"n": i, "text": "x" * (i % 50)} for i in range(30000)]
+    (tmp_path / "sink.json").write_text("".join(json.dumps(v) + "\n" for v in values))
+    (tmp_path / "firehose").write_text("".join(json.dumps(v) for v in values))
+    for name, cut in (("sink.json", True), ("firehose", False)):
+        path = tmp_path / name
+        files = [Landed(str(path), path.stat().st_size)]
+        tasks = plan_tasks(files, 2, target=path.stat().st_size // 5)
+        pieces = [p for t in tasks for p in t]
+        assert (len(pieces) >= 4) == cut and tiling_faults(files, tasks) == [], name
+        got = sorted((line, json.loads(raw)["n"]) for p in pieces for line, raw in read_piece(p))
+        assert got == [(i + 1, i) for i in range(30000)], name

@@ -55,9 +55,9 @@ CONNECT_FILE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)(
 
 def sniff(head: bytes, name: str) -> str:
     """The format of a file from its first bytes and (only for JSON text) its name: `gzip`,
-    `zstd`, `snappy` (framed), `avro`, `parquet`, `document` (`.json`: one JSON value, or values
-    one after another; text starting with `[` in a file not named as lines, or with RFC 7464's
-    record separator), `lines`, or `unknown`."""
+    `zstd`, `snappy` (framed), `avro`, `parquet`, `lines` (named as JSON lines, or empty),
+    `document` (other JSON text: one JSON value, JSON lines, or values one after another; read
+    by its first line, reading.py), or `unknown`."""
     if head.startswith(GZIP):
         return "gzip"
     if head.startswith(ZSTD):
@@ -76,9 +76,7 @@ def sniff(head: bytes, name: str) -> str:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text and len(head) < HEAD_BYTES:
         return "lines"  # an empty (or blank) file: a quiet file, whatever its name
-    if text.startswith(b"{"):
-        return "lines"
-    if text.startswith(b"["):
+    if text.startswith((b"{", b"[")):  # JSON lines or not: the first line decides (reading.py)
         return "document"
     return "unknown"
 

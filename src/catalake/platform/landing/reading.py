@@ -40,14 +40,14 @@ class Corrupt:
     detail: str
 
 
-def _lines(f, first_line: int, end: int | None) -> Iterator[tuple[int, object]]:
-    """The lines of `f` from where it stands to byte `end` (None: its end). A last line that
-    reaches `end` without its line break while the file goes on is being written: it is left
-    for the next run."""
+def _lines(f, first_line: int, end: int | None, read: bytes | None = None) -> Iterator[tuple[int, object]]:
+    """The lines of `f` from where it stands to byte `end` (None: its end), the first one
+    `read` already when given. A last line that reaches `end` without its line break while the
+    file goes on is being written: it is left for the next run."""
     line = first_line
-    while end is None or f.tell() < end:
+    while read is not None or end is None or f.tell() < end:
         limit = MAX_RECORD_BYTES + 1 if end is None else min(MAX_RECORD_BYTES + 1, end - f.tell())
-        raw = f.readline(limit)
+        raw, read = (f.readline(limit) if read is None else read), None
         if not raw:
             return
         if not raw.endswith(b"\n") and end is not None and f.tell() >= end and len(raw) <= MAX_RECORD_BYTES:
@@ -141,11 +141,18 @@ def _parquet(piece: Piece, f) -> Iterator[tuple[int, object]]:
 
 
 def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
-    """A JSON text file (lines or one document) as its records, up to `size` bytes (-1: all)."""
+    """A JSON text file as its records, up to `size` bytes (-1: all): a file named as JSON lines
+    line by line; any other JSON lines too, once its first line is a whole value and more
+    follows (streamed, never read whole); else one document, or values one after another."""
+    end = None if size < 0 else size
     if kind == "lines":
-        yield from _lines(f, 1, None if size < 0 else size)
+        yield from _lines(f, 1, end)
         return
-    text = f.read() if size < 0 else f.read(size)
+    first = f.readline(MAX_RECORD_BYTES + 1 if end is None else max(0, min(MAX_RECORD_BYTES + 1, end)))
+    if len(first) > MAX_RECORD_BYTES or _whole_value(first) and _more(f, end):
+        yield from _lines(f, 1, end, read=first)
+        return
+    text = first + (f.read() if end is None else f.read(max(0, end - len(first))))
     if not text.strip():
         return
     try:
@@ -158,6 +165,22 @@ def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
             yield i, orjson.dumps(element)
     else:
         yield 1, text
+
+
+def _whole_value(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _more(f, end: int | None) -> bool:
+    """Whether non-blank text follows in `f` (within `end`), judged from what its buffer holds."""
+    if end is not None and f.tell() >= end:
+        return False
+    peek = getattr(f, "peek", None)
+    return bool(peek(1 << 16).strip()) if peek is not None else False
 
 
 RECORD_SEPARATOR = b"\x1e"  # RFC 7464: a JSON text sequence puts one before every value
@@ -175,12 +198,9 @@ def _values(text: bytes) -> Iterator[tuple[int, object]]:
         chunks = (chunk.strip() for chunk in text.split(RECORD_SEPARATOR))
         yield from enumerate((chunk for chunk in chunks if chunk), start=1)
         return
-    try:
-        orjson.loads(text.split(b"\n", 1)[0])
+    if _whole_value(text.split(b"\n", 1)[0]):
         yield from _lines(io.BytesIO(text), 1, None)  # one value a line
         return
-    except orjson.JSONDecodeError:
-        pass
     # values back to back: the standard library's raw_decode says where each ends (orjson reads
     # whole documents only, and counts characters, not bytes, where it stops)
     decoder = json.JSONDecoder()
