@@ -25,7 +25,7 @@ from support.landed import day_rows, run_landing
 from support.paths import DEMO_CATALOG
 
 DAY = dt.date(2026, 11, 21)
-ENQUEUED = 1795341016123  # 2026-11-21 06:30:16.123 UTC, in epoch milliseconds
+ENQUEUED = 1795242616123  # 2026-11-21 06:30:16.123 UTC, in epoch milliseconds
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +227,7 @@ def test_capture_metadata_is_typed_from_the_system_properties_first(tmp_path):
     assert result.deadletter == {}
     first, second = sorted(day_rows(store, "messages/meters__reading", DAY), key=lambda r: r["id"])
     enqueued = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ENQUEUED)
+    assert enqueued == dt.datetime(2026, 11, 21, 6, 30, 16, 123000, tzinfo=dt.timezone.utc)
     assert first["amqp_enqueued_time"].replace(tzinfo=dt.timezone.utc) == enqueued
     assert (first["amqp_sequence_number"], first["amqp_offset"]) == (1000, 8192)
     assert dict(first["amqp_message_annotations"])["x-opt-enqueued-time"] == str(ENQUEUED)  # not the locale text
@@ -277,7 +278,8 @@ def test_sink_file_names_make_the_values_kafka_records(tmp_path, demo_tables, to
     for path, chunk in zip(paths, chunks):
         target = tmp_path / "landing" / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(e) + "\n" for e in chunk).encode()
+        # Aiven's jsonl output: each record an object of its output fields, `value` by default
+        text = "".join(json.dumps({"value": e} if tool == "aiven" else e) + "\n" for e in chunk).encode()
         target.write_bytes(gzip.compress(text) if path.endswith(".gz") else text)
     result, store = run_landing(tmp_path, demo_tables, tmp_path / "landing", layout, tool, DAY)
     assert result.records == 10 and result.deadletter == {}
@@ -309,3 +311,22 @@ def test_a_large_sink_json_file_is_cut_at_line_ends_and_firehose_values_are_read
         assert (len(pieces) >= 4) == cut and tiling_faults(files, tasks) == [], name
         got = sorted((line, json.loads(raw)["n"]) for p in pieces for line, raw in read_piece(p))
         assert got == [(i + 1, i) for i in range(30000)], name
+
+
+def test_aivens_output_fields_are_the_kafka_records_members(tmp_path, demo_tables):
+    """Aiven's sink with `format.output.fields=key,value,offset,timestamp,headers`: the envelope's
+    key, offset, timestamp and headers are the record's, its value the payload."""
+    events = demo_events(3)
+    target = tmp_path / "landing" / "2026-11-21" / "rides-2-0000000040.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_text("".join(json.dumps({"key": f"k{i}", "value": e, "offset": 40 + i, "timestamp": ENQUEUED + i,
+                                          "headers": [{"key": "trace", "value": f"t{i}"}]}) + "\n"
+                              for i, e in enumerate(events)))
+    result, store = run_landing(tmp_path, demo_tables, tmp_path / "landing", "{date}/{topic}-{partition}-{offset}", "aiven-fields", DAY)
+    assert result.records == 3 and result.deadletter == {}
+    rows = by_id(store, demo_tables[1])
+    for i, event in enumerate(events):
+        metadata = dict(rows[event["id"]]["protocol_metadata"])
+        assert (metadata["key"], metadata["offset"], metadata["partition"]) == (f"k{i}", str(40 + i), "2")
+        assert metadata["timestamp"] == "2026-11-21 06:30:16"
+        assert same_data(rows[event["id"]]["data"], event["data"])

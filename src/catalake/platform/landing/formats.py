@@ -376,7 +376,42 @@ def kafka_value_record(value, topic: str, origin: tuple[int | None, int | None],
         record["partition"] = partition
     # no offset known: the position keeps the record a Kafka record
     record["offset"] = first + position - 1 if first is not None else position - 1
-    if isinstance(value, dict) and CE_REQUIRED <= set(value):
-        record["headers"] = ["content-type", "application/cloudevents+json"]
+    if is_output_envelope(value):
+        record.update(_enveloped(value))
+        value = value["value"]
+    headers = record.setdefault("headers", [])
+    if isinstance(value, dict) and CE_REQUIRED <= set(value) and "content-type" not in map(str.lower, headers[::2]):
+        headers += ["content-type", "application/cloudevents+json"]
+    if not headers:
+        del record["headers"]
     record["payload"] = value
     return record
+
+
+# Aiven's sinks write each record as an object of its `format.output.fields` (key, value, offset,
+# timestamp, headers; `value` alone by default) unless format.output.envelope=false
+OUTPUT_FIELDS = frozenset({"key", "value", "offset", "timestamp", "headers"})
+
+
+def is_output_envelope(value) -> bool:
+    """Whether a sink's value is Aiven's output envelope around the record's value."""
+    return isinstance(value, dict) and "value" in value and set(value) <= OUTPUT_FIELDS
+
+
+def _enveloped(envelope: dict) -> dict:
+    """The Kafka record members an output envelope carries beside the value (its headers as
+    kcat's flat list, from Aiven's [{key, value}] or an object)."""
+    out: dict = {}
+    if envelope.get("key") is not None:
+        out["key"] = envelope["key"]
+    if isinstance(envelope.get("offset"), int):
+        out["offset"] = envelope["offset"]
+    if envelope.get("timestamp") is not None:
+        out["timestamp"] = envelope["timestamp"]
+    headers = envelope.get("headers")
+    if isinstance(headers, dict):
+        headers = [{"key": k, "value": v} for k, v in headers.items()]
+    if isinstance(headers, list):
+        out["headers"] = [part for h in headers if isinstance(h, dict) and h.get("key") is not None
+                          for part in (str(h["key"]), h.get("value"))]
+    return out
