@@ -330,3 +330,36 @@ def test_aivens_output_fields_are_the_kafka_records_members(tmp_path, demo_table
         assert (metadata["key"], metadata["offset"], metadata["partition"]) == (f"k{i}", str(40 + i), "2")
         assert metadata["timestamp"] == "2026-11-21 06:30:16"
         assert same_data(rows[event["id"]]["data"], event["data"])
+
+
+def test_file_name_layouts_and_json_values_on_s3_give_the_rows_of_local_disk(tmp_path, demo_tables):
+    """The same tools' files on a real S3 server on the loopback: Capture named with the date in
+    the file name, Aiven's gzip JSON lines, Firehose objects with no extension; the rows of disk."""
+    from catalake.demo.writers import capture_records
+    from support.services import s3_server
+
+    events = demo_events(24)
+    capture = tmp_path / "capture" / "bikeshare-ns" / "rides"
+    write_avro(capture_records(events[:6], True), CAPTURE_SCHEMA, capture / "p0--2026-11-21--06-00-00.avro")
+    write_avro(capture_records(events[6:8], True), CAPTURE_SCHEMA, capture / "p0--2026-11-22--06-00-00.avro")
+    aiven = tmp_path / "aiven" / "2026-11-21" / "bike.rides-1-0000000100.jsonl.gz"
+    aiven.parent.mkdir(parents=True)
+    aiven.write_bytes(gzip.compress("".join(json.dumps({"value": e}) + "\n" for e in events[8:16]).encode()))
+    firehose = tmp_path / "firehose" / "2026" / "11" / "21" / "06" / "rides-1-2026-11-21-06-00-00-0f1e"
+    firehose.parent.mkdir(parents=True)
+    firehose.write_text("".join(json.dumps(e) for e in events[16:]))
+    landings = {"capture": "{namespace}/{eventhub}/p{partition}--{yyyy}-{mm}-{dd}--*",
+                "aiven": "{date}/{topic}-{partition}-{offset}", "firehose": "dated"}
+    (tmp_path / "s3").mkdir()
+    with s3_server(tmp_path / "s3") as server, pytest.MonkeyPatch.context() as patch:
+        for key, value in server.environment.items():
+            patch.setenv(key, value)
+        bucket = server.bucket("tools")
+        for name, layout in landings.items():
+            local, local_store = run_landing(tmp_path, demo_tables, tmp_path / name, layout, f"{name}-local", DAY)
+            remote, remote_store = run_landing(tmp_path, demo_tables, server.upload(tmp_path / name, f"{bucket}/{name}"),
+                                               layout, f"{name}-s3", DAY)
+            assert remote.records == local.records == (6 if name == "capture" else 8) and remote.deadletter == {}, name
+            got, want = by_id(remote_store, demo_tables[1]), by_id(local_store, demo_tables[1])
+            strip = lambda rows: {k: {c: v for c, v in r.items() if c != "ingested_at"} for k, r in rows.items()}  # noqa: E731
+            assert strip(got) == strip(want), name
