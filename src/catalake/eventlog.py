@@ -10,7 +10,10 @@ every event still goes through Dagster's own `store_event` (same rows, same asse
 indexes), but all of them share one open transaction per database. Events of other threads are
 not held, and an event of another kind (a log line, a step event) first stores what is held, so
 the event log keeps its order. A batch that fails is stored again one event at a time, as
-Dagster's own batch path does.
+Dagster's own batch path does, and says so in a warning (`catalake.eventlog`); `together` and
+`fallbacks` count the events stored each way, so that a test sees the batch path is still taken
+with the Dagster version installed (this module reaches into Dagster's storage classes, the one
+place catalake uses Dagster's private API).
 
 The instance uses them through `storage: custom` (this module's `CatalakeSqliteStorage`, written
 into a new DAGSTER_HOME by instance.py; `CatalakePostgresStorage` in deploy/dagster.yaml); any
@@ -19,6 +22,7 @@ other storage (the ephemeral instance, one's own) is used as it is, one event at
 
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Iterator, Sequence
@@ -39,6 +43,7 @@ from sqlalchemy.pool import NullPool
 
 BATCHED = ASSET_EVENTS | ASSET_CHECK_EVENTS
 CHUNK = 2000  # events per transaction: other processes wait for the index meanwhile
+log = logging.getLogger("catalake.eventlog")
 
 
 class EventBatches:
@@ -48,7 +53,8 @@ class EventBatches:
 
     def __init__(self, *args, **kwargs):
         self._batches = threading.local()  # per thread: .held, .shared, .checks (the storage's
-        super().__init__(*args, **kwargs)  # own __init__ may already connect)
+        self.together = self.fallbacks = 0  # own __init__ may already connect)
+        super().__init__(*args, **kwargs)
 
     def _batch_state(self) -> threading.local:
         return self._batches
@@ -82,7 +88,12 @@ class EventBatches:
             chunk = events[start:start + CHUNK]
             try:
                 self._store_together(chunk)
-            except Exception:  # noqa: BLE001 - as Dagster's own batch path: store them one by one
+                self.together += len(chunk)
+            except Exception as exc:  # noqa: BLE001 - as Dagster's own batch path: store them one by one
+                log.warning("catalake: %d events could not be stored in one transaction (%s: %s); storing them one "
+                            "at a time, as Dagster does (slower: a Dagster upgrade may have changed its storage)",
+                            len(chunk), type(exc).__name__, exc)
+                self.fallbacks += len(chunk)
                 for event in chunk:
                     super().store_event(event)
 

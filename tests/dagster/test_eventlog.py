@@ -27,6 +27,10 @@ def test_a_batch_is_stored_as_dagster_stores_each_event(tmp_path):
     assert not isinstance(plain.event_log_storage, BatchingSqliteEventLogStorage)
     assert isinstance(batched.event_log_storage, BatchingSqliteEventLogStorage)
 
+    # the batch path is taken with this Dagster: every check and materialization together, none
+    # stored one by one after a failed batch (a Dagster upgrade that breaks it fails here)
+    storage = batched.event_log_storage
+    assert (storage.together, storage.fallbacks) == (2 * TABLES, 0)
     expected, got = _stored(plain, plain_run), _stored(batched, batch_run)
     assert got == expected
     tables, partitions, sequence = got
@@ -44,3 +48,22 @@ def test_a_second_batch_run_adds_to_the_same_records(tmp_path):
         AssetCheckKey(AssetKey("t1"), "expectations"), limit=10)
     assert [r.run_id for r in records][0] == run_id and len(records) == 2
     assert len(instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records) == TABLES + 1
+
+
+def test_a_batch_that_fails_is_stored_one_by_one_and_says_so(tmp_path, monkeypatch, caplog):
+    """A batch whose transaction cannot be opened: every event is still stored (as Dagster stores
+    them), and a warning names the fallback."""
+    ensure_config(str(tmp_path))
+
+    def broken(self, stack, events):
+        raise RuntimeError("no shared transaction")
+
+    monkeypatch.setattr(BatchingSqliteEventLogStorage, "_open_shared", broken)
+    with caplog.at_level("WARNING", logger="catalake.eventlog"):
+        instance, run_id = _run(tmp_path, batched=True)
+    storage = instance.event_log_storage
+    assert (storage.together, storage.fallbacks) == (0, 2 * TABLES)
+    assert any("could not be stored in one transaction (RuntimeError: no shared transaction)" in r.getMessage()
+               for r in caplog.records)
+    tables, partitions, _ = _stored(instance, run_id)
+    assert partitions == {DAY} and len(tables) == TABLES

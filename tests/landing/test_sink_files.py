@@ -363,3 +363,28 @@ def test_file_name_layouts_and_json_values_on_s3_give_the_rows_of_local_disk(tmp
             got, want = by_id(remote_store, demo_tables[1]), by_id(local_store, demo_tables[1])
             strip = lambda rows: {k: {c: v for c, v in r.items() if c != "ingested_at"} for k, r in rows.items()}  # noqa: E731
             assert strip(got) == strip(want), name
+
+
+def test_plain_values_dead_lettered_before_their_definition_are_replayed_into_it(spark, tmp_path, demo_tables):
+    """Plain values landed while the catalog had no definition for them are `not_an_event`; once
+    the catalog has one, a replay moves exactly those into its table, lineage kept."""
+    from catalake.platform.runs.replay import replay_partition
+    from catalake.platform.warehouse.store import DeltaStore
+
+    day = tmp_path / "landing" / DAY.isoformat()
+    day.mkdir(parents=True)
+    orders = [{"order_id": f"O-{i}", "amount": 2.0 * i} for i in range(5)]
+    (day / "orders.jsonl").write_text("".join(json.dumps(o) + "\n" for o in orders) + "{broken\n")
+    first, _ = run_landing(tmp_path, demo_tables, tmp_path / "landing", "day", "replay", DAY)
+    assert first.deadletter == {"not_an_event": 5, "malformed_json": 1}
+
+    plain = catalog_of(tmp_path / "plain", PLAIN_CATALOG)
+    catalog = load_catalog([DEMO_CATALOG, tmp_path / "plain"])
+    tables, _ = message_tables(catalog, [DEMO_CATALOG, tmp_path / "plain"])
+    assert {t.name for t in plain[1]} <= {t.name for t in tables}
+    store = DeltaStore(spark, tmp_path / "warehouse-replay", "delta-rs")
+    result = replay_partition(spark, store, tables, DAY)
+    assert result.moved == {"not_an_event -> messages/shop__order": 5} and result.conserved
+    got = sorted((r["data"]["order_id"], r["data"]["amount"], r["source_line"]) for r in day_rows(store, "messages/shop__order", DAY))
+    assert got == [(o["order_id"], o["amount"], i + 1) for i, o in enumerate(orders)]
+    assert [r["reason"] for r in day_rows(store, DEADLETTER_TABLE, DAY)] == ["malformed_json"]

@@ -3,8 +3,15 @@
 
 import warnings
 
-from dagster import AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
-from dagster._utils.warnings import PreviewWarning
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetKey,
+    MetadataValue,
+    PreviewWarning,
+)
 
 from catalake.display import markdown_table
 

@@ -283,10 +283,12 @@ def materializations_of_run(instance, run_id: str, partition: str, keys: list[As
     """The materialization this run just stored for each key's partition: the target its check
     evaluation is tied to (what Dagster looks up itself for a yielded check result). One query for
     all keys; a key another run materialized since is looked up on its own."""
+    from dagster import AssetRecordsFilter
+
+    # not exported by Dagster (1.13): the one way to tie a logged check evaluation to its materialization
     from dagster._core.definitions.asset_checks.asset_check_evaluation import (
         AssetCheckEvaluationTargetMaterializationData as Target,
     )
-    from dagster._core.storage.event_log.base import AssetRecordsFilter
 
     targets = {}
     for record in instance.get_asset_records(keys):

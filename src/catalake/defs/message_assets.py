@@ -9,8 +9,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from dagster import AssetKey, AssetSpec, MetadataValue
-from dagster._serdes import deserialize_value, serialize_value
+from dagster import AssetKey, AssetSpec, MetadataValue, deserialize_value, serialize_value
 
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
