@@ -20,6 +20,7 @@ from catalake.defs import (
     expectation_suites,
     message_catalog,
 )
+from catalake.defs.message_assets import catalog_at_load
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -28,9 +29,11 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     """Everything of the code location; `analytics=False` leaves out the dbt project, the data
     docs and their job (`catalake run --no-analytics` does not load them)."""
     settings = settings or Settings.from_env()
+    loaded = catalog_at_load(settings)  # read once for every definition built from it
     partitions = daily_partitions(settings)
     events_job = build_events_job(partitions)
-    assets = [message_catalog, expectation_suites, build_events_asset(settings), build_drift_asset(partitions)]
+    assets = [message_catalog, expectation_suites, build_events_asset(settings, partitions, loaded),
+              build_drift_asset(partitions)]
     maintenance_job = build_maintenance_job(settings, partitions)
     jobs = [catalake_job, events_job, build_validate_job(partitions), build_replay_job(partitions), maintenance_job]
     resources = {
@@ -45,7 +48,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True) 
     if analytics:
         from catalake.defs.analytics_assets import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
 
-        project = dbt_project(settings)
+        project = dbt_project(settings, loaded.tables if loaded.error is None else [])
         assets += [build_dbt_assets(partitions, project), build_data_docs_asset(partitions, DEADLETTER_KEY)]
         jobs.append(build_analytics_job(partitions))
         resources["dbt"] = dbt_cli(project)

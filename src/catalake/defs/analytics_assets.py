@@ -26,12 +26,14 @@ from catalake.resources import Warehouse
 DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT") or str(resources.files("catalake") / "dbt_project"))
 
 
-def dbt_project(settings: Settings) -> DbtProject:
-    """The configured catalog's dbt project, prepared (only changed files are rewritten)."""
-    try:
-        tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
-    except CatalogError:
-        tables = []  # the code location still loads; the catalog job reports the problems
+def dbt_project(settings: Settings, tables: list | None = None) -> DbtProject:
+    """The configured catalog's dbt project (its message tables `tables`, read here when not
+    given), prepared (only changed files are rewritten)."""
+    if tables is None:
+        try:
+            tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
+        except CatalogError:
+            tables = []  # the code location still loads; the catalog job reports the problems
     folder = prepare_project(DBT_TEMPLATE, settings.dbt_dir, tables)
     return DbtProject(project_dir=folder, profiles_dir=folder)
 

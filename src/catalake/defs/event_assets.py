@@ -35,7 +35,7 @@ from catalake.platform.warehouse.names import analyst_name
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
-from .message_assets import CATALOG_KEY, as_owner, message_key, message_specs
+from .message_assets import CATALOG_KEY, CatalogAtLoad, as_owner, message_key, message_specs
 from .metadata import code_version, column_schema
 
 DEADLETTER_KEY = AssetKey("deadletter")
@@ -67,10 +67,11 @@ def deadletter_spec(settings: Settings, catalog_error: str | None = None) -> Ass
     )
 
 
-def build_events_asset(settings: Settings):
-    specs, catalog_error = message_specs(settings)
+def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition | None = None,
+                       loaded: CatalogAtLoad | None = None):
+    specs, catalog_error = message_specs(settings, loaded)
     by_key = {spec.key: spec for spec in specs}
-    partitions = daily_partitions(settings)
+    partitions = partitions if partitions is not None else daily_partitions(settings)
 
     @multi_asset(
         name="classify_events",

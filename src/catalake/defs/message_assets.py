@@ -4,9 +4,11 @@ The specs of the last valid catalog are kept (`<local>/catalog/specs.json`): whi
 invalid the UI keeps showing its message assets, each saying what is wrong, instead of assets
 without a group or a description."""
 
+import hashlib
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import AssetKey, AssetSpec, MetadataValue, deserialize_value, serialize_value
@@ -18,11 +20,18 @@ from catalake.platform.catalog.normalize import protocol_family
 from catalake.platform.config import Settings
 from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
-from catalake.platform.warehouse.message_tables import message_table, table_fingerprint
+from catalake.platform.warehouse.message_tables import (
+    MessageTable,
+    catalog_fingerprint,
+    message_table,
+    message_tables,
+    table_fingerprint,
+)
 
 from .metadata import column_schema
 
 CATALOG_KEY = AssetKey("message_catalog")
+SPECS_FORMAT = 1  # the specs snapshot's layout (_plain): a new one is written when it changes
 FED_BY = ("Written by the step `classify_events` of `events_job`, one partition a day: the schedule "
           "`daily_events_schedule` runs yesterday's, the sensor `landing_sensor` (when on) what just landed.")
 
@@ -62,11 +71,34 @@ def _tag(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", value).strip("-.")[:63] or "none"
 
 
-def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings) -> AssetSpec:
+@dataclass(frozen=True)
+class CatalogAtLoad:
+    """The configured catalog as the code location loads it, read once for every definition
+    built from it: its definitions' tables, or what is wrong with it."""
+
+    catalog: Catalog | None
+    tables: list[MessageTable]
+    error: str | None = None
+
+    @property
+    def by_xid(self) -> dict[str, MessageTable]:
+        return {t.message.xid: t for t in self.tables}
+
+
+def catalog_at_load(settings: Settings) -> CatalogAtLoad:
+    try:
+        catalog = load_catalog(settings.catalog)
+        return CatalogAtLoad(catalog, message_tables(catalog, settings.roots)[0])
+    except CatalogError as exc:
+        return CatalogAtLoad(None, [], catalog_error(exc))
+
+
+def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings,
+                 table: MessageTable | None = None) -> AssetSpec:
     text = message.get("description") or message.get("name") or ""
     protocol = protocol_name(message)
     over = f" over {protocol}" if protocol else ""
-    table = message_table(message, catalog, settings.roots)
+    table = table if table is not None else message_table(message, catalog, settings.roots)
     location = uris.join(settings.warehouse, table.name)
     uri = uris.as_uri(location)
     metadata = {
@@ -104,19 +136,18 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     )
 
 
-def message_specs(settings: Settings) -> tuple[list[AssetSpec], str | None]:
-    """Specs for the configured catalog as it is when the code location loads, and what is wrong
-    with it (None when it is valid).
+def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None) -> tuple[list[AssetSpec], str | None]:
+    """Specs for the configured catalog as it is when the code location loads (`loaded`, read
+    here when not given), and what is wrong with it (None when it is valid).
 
     An invalid catalog gives the specs of the last valid one, each description saying what is
     wrong (the code location still loads; the runs fail until the catalog is fixed)."""
-    try:
-        catalog = load_catalog(settings.catalog)
-    except CatalogError as exc:
-        error = catalog_error(exc)
-        return [_flagged(spec, error) for spec in _last_valid(settings)], error
-    specs = [message_spec(m, catalog, settings) for m in catalog]
-    _keep(settings, specs)
+    loaded = loaded if loaded is not None else catalog_at_load(settings)
+    if loaded.error is not None:
+        return [_flagged(spec, loaded.error) for spec in _last_valid(settings)], loaded.error
+    tables = loaded.by_xid
+    specs = [message_spec(m, loaded.catalog, settings, tables[m.xid]) for m in loaded.catalog]
+    _keep(settings, specs, catalog_fingerprint(loaded.tables))
     return specs, None
 
 
@@ -138,18 +169,23 @@ def _snapshot(settings: Settings) -> Path:
     return settings.local / "catalog" / "specs.json"
 
 
-def _keep(settings: Settings, specs: list[AssetSpec]) -> None:
-    """Keep the specs of this valid catalog (written only when they changed, atomically: the
-    webserver, the daemon and run workers load the code location at once)."""
+def _keep(settings: Settings, specs: list[AssetSpec], fingerprint: str) -> None:
+    """Keep the specs of this valid catalog, written only when they changed (atomically: the
+    webserver, the daemon and run workers load the code location at once). What they were made
+    from (the catalog's fingerprint and the settings they name) is kept beside them: a load of
+    the same catalog reads that line and writes nothing."""
     path = _snapshot(settings)
-    text = serialize_value([_plain(spec) for spec in specs])
+    made_from = hashlib.sha256(f"{fingerprint}|{settings.warehouse}|{settings.owners}|{SPECS_FORMAT}".encode()).hexdigest()
+    stamp = path.with_suffix(".from")
     try:
-        if path.exists() and path.read_text() == text:
+        if path.exists() and stamp.exists() and stamp.read_text() == made_from:
             return
+        text = serialize_value([_plain(spec) for spec in specs])
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
-            out.write(text)
-        os.replace(out.name, path)
+        for target, content in ((path, text), (stamp, made_from)):
+            with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
+                out.write(content)
+            os.replace(out.name, target)
     except OSError:
         pass  # a read-only place: the UI then shows no message assets while the catalog is invalid
 

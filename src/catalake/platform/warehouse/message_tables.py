@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -100,6 +101,11 @@ class MessageTable:
     def description(self) -> str:
         text = self.message.get("description") or self.message.get("name") or self.message.message_id
         return f"{text} ({self.message.xid})"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """table_fingerprint's value, computed once (the schema's JSON is the cost)."""
+        return hashlib.sha256(f"{self.message.fingerprint}|{self.schema.json()}".encode()).hexdigest()[:16]
 
 
 def _meta(description: str | None, required: bool = False, extra: dict | None = None) -> dict:
@@ -262,7 +268,7 @@ def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[Messag
 def table_fingerprint(table: MessageTable) -> str:
     """Changes exactly when the resolved definition or the schema derived for its table does
     (the message asset's code version: Dagster shows what a catalog change affects)."""
-    return hashlib.sha256(f"{table.message.fingerprint}|{table.schema.json()}".encode()).hexdigest()[:16]
+    return table.fingerprint
 
 
 def catalog_fingerprint(tables: Sequence[MessageTable]) -> str:
