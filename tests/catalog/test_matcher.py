@@ -68,3 +68,23 @@ def test_a_payload_no_candidate_accepts_is_a_schema_violation_naming_each_candid
     assert "acme.TwinB: data: 'b' is a required property" in violation["detail"]
     assert len(violation["candidates"]) == 2
     assert rows["e1"]["reason"] == "ambiguous"
+
+
+def test_a_candidate_without_a_data_schema_takes_what_the_others_refuse(tmp_path):
+    """A definition without a data schema refuses no payload: beside one whose schema refuses the
+    payload it is the match; beside one whose schema accepts it, two accept: ambiguous."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    untyped = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "acme.Twin"}}}
+    (folder / "c.xreg.json").write_text(json.dumps({"messagegroups": {"acme": {"messages": {
+        "acme.TwinA": twin("a"), "acme.Untyped": untyped}}}}))
+    tables, _ = message_tables(load_catalog([folder]), [folder])
+    c = Classifier(new_plan(tables, str(tmp_path / "warehouse"), DAY, ingested_at=None, write=None, strict=False,
+                            storage={}, landing=""))
+    refused = normalize(event(0, {"c": 1}))
+    m = c.resolve(refused, c.matcher.match(refused))
+    assert m.status == MatchStatus.MATCHED and m.winner.xid.endswith("acme.Untyped")
+    both = normalize(event(1, {"a": 1}))
+    m = c.resolve(both, c.matcher.match(both))
+    assert m.status == MatchStatus.AMBIGUOUS and m.detail.startswith("2 of 2 candidates accept the payload")
+    assert "acme.Untyped: no schema to decide with, takes any payload" in m.detail

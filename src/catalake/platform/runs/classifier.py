@@ -431,7 +431,8 @@ class Classifier:
 
     def resolve(self, rec: Record, m: Match) -> Match:
         """Several candidates, none derived from the others: their data schemas decide (one accepts:
-        matched; several: ambiguous; every one rejects: a schema violation naming each one's first)."""
+        matched; several: ambiguous; every one rejects: a schema violation naming each one's first).
+        A candidate without a data schema accepts any payload: nothing of it refuses one."""
         value = None if rec.data is MISSING else rec.data
         valid, notes, rejected = [], [], 0
         for d in m.candidates:
@@ -439,7 +440,8 @@ class Classifier:
             if check is None:
                 spec = validator_spec(self.plan.tables[d.idx])
                 if spec is None:
-                    notes.append(f"{d.xid}: no schema to decide with")
+                    notes.append(f"{d.xid}: no schema to decide with, takes any payload")
+                    valid.append(d)
                     continue
                 check = self.validators[d.idx] = LANGUAGES[spec.family].validator(spec)
             problems = check(value)
