@@ -149,3 +149,31 @@ def test_failed_error_expectations_block():
     warned = check_result(key, SuiteOutcome("m", 10, [warn, fine]))
     assert not warned.passed and warned.severity.value == "WARN"
     assert check_result(key, SuiteOutcome("m", 10, [fine])).passed
+
+
+def test_loading_the_same_catalog_again_writes_nothing(tmp_path):
+    """The code location is loaded by the webserver, the daemon and every run worker: after the
+    first load of a catalog, a load of the same catalog changes no file (the specs snapshot is
+    rewritten only when the catalog changed), and an invalid catalog still shows the last valid
+    one's message assets."""
+    settings = Settings(catalog=(DEMO_CATALOG,), warehouse=tmp_path / "wh", landing=tmp_path / "landing",
+                        start_date="2026-11-01")
+    (tmp_path / "landing").mkdir()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+
+    def messages(defs) -> set[str]:
+        return {k.to_user_string() for k in defs.get_repository_def().asset_graph.get_all_asset_keys()
+                if k.path[0] == "messages"}
+
+    def files() -> dict:
+        return {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+
+    valid = messages(build_definitions(settings, analytics=False))
+    first = files()
+    assert len(valid) == 9 and any(p.name == "specs.json" for p in first)
+    assert messages(build_definitions(settings, analytics=False)) == valid
+    assert files() == first
+    invalid = build_definitions(Settings(catalog=(bad,), warehouse=tmp_path / "wh", landing=tmp_path / "landing",
+                                         start_date="2026-11-01"), analytics=False)
+    assert messages(invalid) == valid and files() == first
