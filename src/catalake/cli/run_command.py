@@ -143,17 +143,16 @@ class Launcher:
                 asset_selection=asset_selection)
         import os
 
-        from dagster import execute_job
-        from dagster._core.definitions.reconstruct import ReconstructableRepository
+        from dagster import build_reconstructable_job, execute_job
 
         from catalake.instance import CODE_MODULE
 
-        repository = ReconstructableRepository.for_module(CODE_MODULE, "defs", working_directory=os.getcwd())
         job_def = self.defs.resolve_job_def(job)
         if partition is not None:
             tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
-        return execute_job(repository.get_reconstructable_job(job), self.instance, tags=tags, raise_on_error=False,
-                           asset_selection=asset_selection)
+        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
+                                                    reconstructor_working_directory=os.getcwd())
+        return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False, asset_selection=asset_selection)
 
 
 def _run_days(args, settings: Settings, launcher, instance, days) -> int:
