@@ -100,6 +100,8 @@ def runs_of_code_location(instance, module: str = CODE_MODULE, location: str = C
     hence the instance's `create_run_for_job` given it here."""
     import sys
 
+    # Dagster's private API: no public way gives a run launched in this process the code location's
+    # origin (submitting runs to the instance's queue instead would, issue 41)
     from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
     from dagster._core.remote_origin import (
         ManagedGrpcPythonEnvCodeLocationOrigin,
