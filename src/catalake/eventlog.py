@@ -12,8 +12,8 @@ not held, and an event of another kind (a log line, a step event) first stores w
 the event log keeps its order. A batch that fails is stored again one event at a time, as
 Dagster's own batch path does, and says so in a warning (`catalake.eventlog`); `together` and
 `fallbacks` count the events stored each way, so that a test sees the batch path is still taken
-with the Dagster version installed (this module reaches into Dagster's storage classes:
-Dagster's private API, which the README says which versions are tested with).
+with the Dagster version installed (this module reaches into Dagster's storage classes,
+Dagster's private API: the README names the versions it is tested with).
 
 The instance uses them through `storage: custom` (this module's `CatalakeSqliteStorage`, written
 into a new DAGSTER_HOME by instance.py; `CatalakePostgresStorage` in deploy/dagster.yaml); any
