@@ -52,8 +52,9 @@ class EventBatches:
     storage asks for taken from `_open_shared` (one transaction per database)."""
 
     def __init__(self, *args, **kwargs):
-        self._batches = threading.local()  # per thread: .held, .shared, .checks (the storage's
-        self.together = self.fallbacks = 0  # own __init__ may already connect)
+        # set before the storage's own __init__, which may already connect
+        self._batches = threading.local()  # per thread: .held, .shared, .checks
+        self.together = self.fallbacks = 0  # events stored in one transaction, and one by one
         super().__init__(*args, **kwargs)
 
     def _batch_state(self) -> threading.local:

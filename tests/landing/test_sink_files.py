@@ -295,7 +295,8 @@ def test_sink_file_names_make_the_values_kafka_records(tmp_path, demo_tables, to
 
 def test_a_large_sink_json_file_is_cut_at_line_ends_and_firehose_values_are_read_whole(tmp_path):
     """A sink's `.json` file of JSON lines larger than a task's share is cut into pieces like any
-    JSON lines file (each line once, its number kept); values back to back cannot be cut: one piece."""
+    JSON lines file (each line once, its number kept); values back to back, or a batch on one
+    line, cannot be cut: one piece."""
     from catalake.platform.landing.listing import Landed
     from catalake.platform.landing.planning import plan_tasks, tiling_faults
     from catalake.platform.landing.reading import read_piece
@@ -303,7 +304,8 @@ def test_a_large_sink_json_file_is_cut_at_line_ends_and_firehose_values_are_read
     values = [{"n": i, "text": "x" * (i % 50)} for i in range(30000)]
     (tmp_path / "sink.json").write_text("".join(json.dumps(v) + "\n" for v in values))
     (tmp_path / "firehose").write_text("".join(json.dumps(v) for v in values))
-    for name, cut in (("sink.json", True), ("firehose", False)):
+    (tmp_path / "batch.json").write_text(json.dumps(values) + "\n")  # one line, one document: a batch
+    for name, cut in (("sink.json", True), ("firehose", False), ("batch.json", False)):
         path = tmp_path / name
         files = [Landed(str(path), path.stat().st_size)]
         tasks = plan_tasks(files, 2, target=path.stat().st_size // 5)

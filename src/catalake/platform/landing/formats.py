@@ -81,6 +81,15 @@ def sniff(head: bytes, name: str) -> str:
     return "unknown"
 
 
+def is_json_value(text: bytes) -> bool:
+    """Whether `text` is one whole JSON value (how a JSON text file's first line tells JSON lines)."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def inner_name(name: str) -> str:
     """A file name without its compression suffix (`rides.jsonl.zst` -> `rides.jsonl`)."""
     lower = name.lower()
@@ -379,11 +388,9 @@ def kafka_value_record(value, topic: str, origin: tuple[int | None, int | None],
     if is_output_envelope(value):
         record.update(_enveloped(value))
         value = value["value"]
-    headers = record.setdefault("headers", [])
+    headers = record.get("headers", [])
     if isinstance(value, dict) and CE_REQUIRED <= set(value) and "content-type" not in map(str.lower, headers[::2]):
-        headers += ["content-type", "application/cloudevents+json"]
-    if not headers:
-        del record["headers"]
+        record["headers"] = [*headers, "content-type", "application/cloudevents+json"]
     record["payload"] = value
     return record
 

@@ -117,7 +117,7 @@ def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: Day
     """The files below a day's folder into `listing`; or, where the layout named the file
     itself (`landed`), that file (its folder is then a folder of the day)."""
     if landed is not None:
-        parent = folder.rsplit("/", 1)[0] if uris.is_remote(folder) else os.path.dirname(folder)
+        parent = os.path.dirname(folder)  # a URI's too: its separator is `/`
         if not listing.folders or listing.folders[-1] != parent:
             listing.folders.append(parent)
         listing.files.append(replace(landed, fields=fields))

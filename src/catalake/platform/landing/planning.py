@@ -138,18 +138,13 @@ def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
 
 
 def _document_cuts(landed: Landed, split: int) -> list[Piece]:
-    """A `.json` file cut as JSON lines when its first line is a whole JSON value (a Kafka Connect
-    sink's JSON files, one record a line); one piece otherwise (a document, or values back to
-    back: reading finds where each ends)."""
-    import orjson
-
+    """A JSON text file cut as JSON lines when its first line is a whole JSON value and more
+    follows (a Kafka Connect sink's `.json` files, one record a line), as reading tells them; one
+    piece otherwise (one document, a batch array included, or values back to back)."""
     with open_file(landed.path) as f:
         first = f.readline(FIRST_LINE_BYTES)
-    try:
-        orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return [Piece(landed.path, size=landed.size, fields=landed.fields)]
-    return _cuts(landed, split)
+        lines = first.endswith(b"\n") and f.tell() < landed.size and formats.is_json_value(first)
+    return _cuts(landed, split) if lines else [Piece(landed.path, size=landed.size, fields=landed.fields)]
 
 
 FIRST_LINE_BYTES = 10 << 20  # a longer first line: not read whole to decide

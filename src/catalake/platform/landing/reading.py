@@ -149,7 +149,7 @@ def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
         yield from _lines(f, 1, end)
         return
     first = f.readline(MAX_RECORD_BYTES + 1 if end is None else max(0, min(MAX_RECORD_BYTES + 1, end)))
-    if len(first) > MAX_RECORD_BYTES or _whole_value(first) and _more(f, end):
+    if len(first) > MAX_RECORD_BYTES or formats.is_json_value(first) and _more(f, end):
         yield from _lines(f, 1, end, read=first)
         return
     text = first + (f.read() if end is None else f.read(max(0, end - len(first))))
@@ -165,14 +165,6 @@ def _json_text(kind: str, f, size: int) -> Iterator[tuple[int, object]]:
             yield i, orjson.dumps(element)
     else:
         yield 1, text
-
-
-def _whole_value(line: bytes) -> bool:
-    try:
-        orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
-    return True
 
 
 def _more(f, end: int | None) -> bool:
@@ -198,7 +190,7 @@ def _values(text: bytes) -> Iterator[tuple[int, object]]:
         chunks = (chunk.strip() for chunk in text.split(RECORD_SEPARATOR))
         yield from enumerate((chunk for chunk in chunks if chunk), start=1)
         return
-    if _whole_value(text.split(b"\n", 1)[0]):
+    if formats.is_json_value(text.split(b"\n", 1)[0]):
         yield from _lines(io.BytesIO(text), 1, None)  # one value a line
         return
     # values back to back: the standard library's raw_decode says where each ends (orjson reads

@@ -106,9 +106,10 @@ def batch_events(obj) -> list | None:
 
 def record_fault(rec: Record, takes_plain: bool = False) -> tuple[str, str] | None:
     """(dead-letter reason, detail) of a record no definition may take, whatever the catalog:
-    not an event (a plain value too, unless the catalog `takes_plain` values); a CloudEvent without a core attribute, with a defined attribute the JSON event
-    format writes as a string carried as another JSON value (`json_string_faults`), of another
-    specversion, or otherwise invalid by CloudEvents 1.0 "Context Attributes" (`id`, `source`,
+    not an event (a plain value too, unless the catalog `takes_plain` values); a CloudEvent
+    without a core attribute, with a defined attribute the JSON event format writes as a string
+    carried as another JSON value (`json_string_faults`), of another specversion, or otherwise
+    invalid by CloudEvents 1.0 "Context Attributes" (`id`, `source`,
     `type` and `subject` MUST be non-empty: `empty_attributes`; `time`, when present, MUST be an
     RFC 3339 timestamp with its offset). None for any other record."""
     if rec.kind == "not_an_event" or rec.kind == PLAIN and not takes_plain:
