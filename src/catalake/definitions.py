@@ -1,8 +1,10 @@
-"""The Dagster code location: `dagster dev` loads `defs` from here (see [tool.dagster])."""
+"""The Dagster code location: `dagster dev` loads `defs` from here (see [tool.dagster]). It is
+one `CatalakeComponent` without a prefix, configured by the environment (CATALAKE_*: the bundled
+demo by default); a team's own project has a `defs.yaml` per catalog instead."""
 
-from catalake.location import build_definitions
+from catalake.component import CatalakeComponent
 
-defs = build_definitions()
+defs = CatalakeComponent().definitions()
 
 
 def job_of_location(name: str):

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetSelection, DailyPartitionsDefinition, define_asset_job
+from dagster import AssetExecutionContext, AssetKey, AssetSelection, DailyPartitionsDefinition, define_asset_job
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
@@ -20,7 +20,8 @@ from catalake.platform.catalog import CatalogError, load_catalog
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.platform.warehouse.message_tables import message_tables
-from catalake.resources import Warehouse
+
+from .names import DEFAULT, Names
 
 # the generic project: the repository's dbt_project/, which the package links to and the wheel carries
 DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT") or str(resources.files("catalake") / "dbt_project"))
@@ -86,22 +87,35 @@ def _release(invocation) -> None:
 
 
 class Translator(DagsterDbtTranslator):
+    """The models in `analytics` (or the instance's group), every key (the sources' message
+    assets too) under the instance's prefix."""
+
+    def __init__(self, names: Names = DEFAULT):
+        super().__init__()
+        self.names = names
+
+    def get_asset_key(self, dbt_resource_props) -> AssetKey:
+        return self.names.key(*super().get_asset_key(dbt_resource_props).path)
+
     def get_group_name(self, dbt_resource_props) -> str:
-        return "analytics"
+        return self.names.group_of("analytics")
 
 
-def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject):
+def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject, names: Names = DEFAULT):
 
     @dbt_assets(
         manifest=ensure_manifest(project),
         project=project,
         partitions_def=partitions_def,
-        dagster_dbt_translator=Translator(),
-        name="analytics",
+        dagster_dbt_translator=Translator(names),
+        name=names.of("analytics"),
+        required_resource_keys=names.resource_keys("dbt", "warehouse"),
     )
-    def analytics(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
+    def analytics(context: AssetExecutionContext):
         """dbt build of one day: events_daily, deadletter_daily, catalog_coverage and the marts,
         with their dbt tests as asset checks."""
+        resources = names.resources(context)
+        dbt, warehouse = resources.dbt, resources.warehouse
         args = ["build", "--vars", json.dumps({"partition": context.partition_key})]
         # dbt-duckdb reads the Delta tables from CATALAKE_WAREHOUSE (profiles.yml, sources.yml);
         # the dbt subprocess copies this process's environment when it starts
@@ -120,10 +134,10 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
     return analytics
 
 
-def build_analytics_job(partitions_def: DailyPartitionsDefinition):
+def build_analytics_job(partitions_def: DailyPartitionsDefinition, analytics, data_docs, names: Names = DEFAULT):
     return define_asset_job(
-        "analytics_job",
-        selection=AssetSelection.groups("analytics") | AssetSelection.assets("data_docs"),
+        names.of("analytics_job"),
+        selection=AssetSelection.assets(analytics, data_docs),
         partitions_def=partitions_def,
         description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
     )

@@ -19,9 +19,9 @@ from catalake.platform.warehouse.message_tables import (
     sync_message_tables,
     table_fingerprint,
 )
-from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
 
 from .metadata import code_version, column_schema
+from .names import DEFAULT, Names
 
 PREVIEW_ROWS = 25
 
@@ -53,85 +53,92 @@ def _changes_markdown(changes: dict[str, list[str]]) -> str:
     return "\n".join(lines) or "no definition changed since the previous materialization"
 
 
-@asset(group_name="catalog", kinds={"spark", "delta"}, tags={"layer": "catalog"},
-       code_version=code_version(catalake.platform.catalog, catalake.platform.warehouse.catalog_table, catalake.platform.warehouse.message_tables,
-                                 catalake.platform.schemas, catalake.platform.warehouse.evolution))
-def message_catalog(
-    context: AssetExecutionContext,
-    catalog_source: CatalogSource,
-    spark: SparkSessionResource,
-    warehouse: Warehouse,
-) -> MaterializeResult:
-    """The xRegistry message catalog as a table: one row per (group, message) definition.
+def build_catalog_asset(names: Names = DEFAULT):
+    """The `message_catalog` asset of one instance (its key, group and resources named by `names`)."""
 
-    Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
-    validates structure and the spec's rules, resolves basemessage chains and xref aliases,
-    fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
-    table under `messages/` (schema derived from its data schema; a schema that cannot be
-    resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
-    nullable columns of a changed definition. An invalid catalog (a data schema reference to the
-    network or outside the configured roots included), or a change that would retype,
-    remove or tighten a column, fails with every problem and leaves all tables untouched.
-    Its metadata lists the definitions added, changed (definition or derived schema) and
-    removed since its previous materialization; each message asset's code version is that
-    fingerprint, so the UI marks exactly the tables a catalog change affects.
-    """
-    try:
-        catalog = catalog_source.load()
-        tables, schema_warnings = message_tables(catalog, catalog_source.roots())
-    except CatalogError as exc:
-        context.log.error(str(exc))
-        raise Failure(
-            description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
-            metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
-        ) from None
-    for warning in catalog.warnings:
-        context.log.warning(str(warning))
-    for warning in schema_warnings:
-        context.log.warning(f"payload kept as JSON text: {warning}")
-    store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
-    try:
-        synced = sync_message_tables(store, tables)
-    except EvolutionError as exc:
-        raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
-    result = write_catalog_table(store, catalog)
-    fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
-    changes = definition_changes(_previous_fingerprints(context), fingerprints)
-    headers, rows = catalog_rows(catalog)
-    files = [
-        [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
-        for f in catalog.files
-    ]
-    return MaterializeResult(
-        metadata={
-            "dagster/row_count": len(catalog),
-            "dagster/column_schema": column_schema(SCHEMA),
-            "dagster/table_name": CATALOG_TABLE.replace("/", "."),
-            "path": MetadataValue.path(store.path(CATALOG_TABLE)),
-            "delta_version": result["version"],
-            "catalog_fingerprint": catalog_fingerprint(tables),
-            "definition_fingerprints": MetadataValue.json(fingerprints),
-            "definition_changes": MetadataValue.json(changes),
-            "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
-            "committed": result["committed"],
-            "added": len(result["added"]),
-            "changed": len(result["changed"]),
-            "removed": len(result["removed"]),
-            "storage_backend": store.backend,
-            "groups": len({m.group_id for m in catalog}),
-            "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
-            "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
-            "tables_created": sum(1 for v in synced.values() if v == "created"),
-            "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
-            "tables": MetadataValue.md(
-                markdown_table(
-                    ["table", "outcome"],
-                    [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
-                )
-            ),
-            "untyped_payloads": MetadataValue.md(
-                "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
-            ),
-            "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
-        }
-    )
+    @asset(key=names.catalog, group_name=names.group_of("catalog"), kinds={"spark", "delta"}, tags={"layer": "catalog"},
+           required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"),
+           code_version=code_version(catalake.platform.catalog, catalake.platform.warehouse.catalog_table,
+                                     catalake.platform.warehouse.message_tables, catalake.platform.schemas,
+                                     catalake.platform.warehouse.evolution))
+    def message_catalog(context: AssetExecutionContext) -> MaterializeResult:
+        """The xRegistry message catalog as a table: one row per (group, message) definition.
+
+        Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
+        validates structure and the spec's rules, resolves basemessage chains and xref aliases,
+        fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
+        table under `messages/` (schema derived from its data schema; a schema that cannot be
+        resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
+        nullable columns of a changed definition. An invalid catalog (a data schema reference to the
+        network or outside the configured roots included), or a change that would retype,
+        remove or tighten a column, fails with every problem and leaves all tables untouched.
+        Its metadata lists the definitions added, changed (definition or derived schema) and
+        removed since its previous materialization; each message asset's code version is that
+        fingerprint, so the UI marks exactly the tables a catalog change affects.
+        """
+        resources = names.resources(context)
+        catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
+        try:
+            catalog = catalog_source.load()
+            tables, schema_warnings = message_tables(catalog, catalog_source.roots())
+        except CatalogError as exc:
+            context.log.error(str(exc))
+            raise Failure(
+                description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
+                metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
+            ) from None
+        for warning in catalog.warnings:
+            context.log.warning(str(warning))
+        for warning in schema_warnings:
+            context.log.warning(f"payload kept as JSON text: {warning}")
+        store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
+        try:
+            synced = sync_message_tables(store, tables)
+        except EvolutionError as exc:
+            raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
+        result = write_catalog_table(store, catalog)
+        fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
+        changes = definition_changes(_previous_fingerprints(context), fingerprints)
+        headers, rows = catalog_rows(catalog)
+        files = [
+            [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
+            for f in catalog.files
+        ]
+        return MaterializeResult(
+            metadata={
+                "dagster/row_count": len(catalog),
+                "dagster/column_schema": column_schema(SCHEMA),
+                "dagster/table_name": CATALOG_TABLE.replace("/", "."),
+                "path": MetadataValue.path(store.path(CATALOG_TABLE)),
+                "delta_version": result["version"],
+                "catalog_fingerprint": catalog_fingerprint(tables),
+                "definition_fingerprints": MetadataValue.json(fingerprints),
+                "definition_changes": MetadataValue.json(changes),
+                "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
+                "committed": result["committed"],
+                "added": len(result["added"]),
+                "changed": len(result["changed"]),
+                "removed": len(result["removed"]),
+                "storage_backend": store.backend,
+                "groups": len({m.group_id for m in catalog}),
+                "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
+                "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
+                "tables_created": sum(1 for v in synced.values() if v == "created"),
+                "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
+                "tables": MetadataValue.md(
+                    markdown_table(
+                        ["table", "outcome"],
+                        [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
+                    )
+                ),
+                "untyped_payloads": MetadataValue.md(
+                    "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
+                ),
+                "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
+            }
+        )
+
+    return message_catalog
+
+
+message_catalog = build_catalog_asset()

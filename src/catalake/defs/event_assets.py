@@ -32,31 +32,31 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
 from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.names import analyst_name
-from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
 from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
-from .message_assets import CATALOG_KEY, CatalogAtLoad, as_owner, message_key, message_specs
+from .message_assets import CatalogAtLoad, as_owner, message_specs
 from .metadata import code_version, column_schema
+from .names import DEFAULT, Names
 
-DEADLETTER_KEY = AssetKey("deadletter")
+DEADLETTER_KEY = DEFAULT.deadletter
 
 
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
     return DailyPartitionsDefinition(start_date=start_date(settings))
 
 
-def deadletter_spec(settings: Settings, catalog_error: str | None = None) -> AssetSpec:
+def deadletter_spec(settings: Settings, catalog_error: str | None = None, names: Names = DEFAULT) -> AssetSpec:
     import catalake.platform
 
     location = uris.join(settings.warehouse, DEADLETTER_TABLE)
     return AssetSpec(
-        key=DEADLETTER_KEY,
+        key=names.deadletter,
         description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "")
         + "Landed records no message table takes, each with a machine-readable reason: "
         + "; ".join(f"`{k}`: {v}" for k, v in REASONS.items()),
-        group_name="events",
+        group_name=names.group_of("events"),
         kinds={"spark", "delta"},
-        deps=[CATALOG_KEY],
+        deps=[names.catalog],
         metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
                   "dagster/uri": uris.as_uri(location), **({"catalog_error": catalog_error} if catalog_error else {})},
         tags={"layer": "messages"},
@@ -68,21 +68,23 @@ def deadletter_spec(settings: Settings, catalog_error: str | None = None) -> Ass
 
 
 def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition | None = None,
-                       loaded: CatalogAtLoad | None = None):
-    specs, catalog_error = message_specs(settings, loaded)
+                       loaded: CatalogAtLoad | None = None, names: Names = DEFAULT):
+    specs, catalog_error = message_specs(settings, loaded, names)
+    deadletter_key = names.deadletter
     by_key = {spec.key: spec for spec in specs}
     partitions = partitions if partitions is not None else daily_partitions(settings)
 
     @multi_asset(
-        name="classify_events",
-        specs=[*specs, deadletter_spec(settings, catalog_error)],
+        name=names.of("classify_events"),
+        specs=[*specs, deadletter_spec(settings, catalog_error, names)],
+        required_resource_keys=names.resource_keys("catalog_source", "landing", "spark", "warehouse"),
         partitions_def=partitions,
         can_subset=True,
         check_specs=[
             *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
             partitioned_check_spec(
                 "conservation",
-                asset=DEADLETTER_KEY,
+                asset=deadletter_key,
                 blocking=True,
                 partitions_def=partitions,
                 description="Every record read from the partition is in exactly one table: "
@@ -90,7 +92,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
             ),
             partitioned_check_spec(
                 "landing",
-                asset=DEADLETTER_KEY,
+                asset=deadletter_key,
                 blocking=False,
                 partitions_def=partitions,
                 description="The day's folder exists in the landing zone (WARN when it is missing: the day "
@@ -98,13 +100,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
             ),
         ],
     )
-    def classify_events(
-        context: AssetExecutionContext,
-        catalog_source: CatalogSource,
-        landing: LandingZone,
-        spark: SparkSessionResource,
-        warehouse: Warehouse,
-    ):
+    def classify_events(context: AssetExecutionContext):
         """Reads one day of landed events, classifies every record against the catalog's message
         definitions, and overwrites that day in each per-message table and in `deadletter`, in
         one Spark job whatever the number of tables. The same pass evaluates every definition's
@@ -120,14 +116,17 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         tables). Selecting message assets (a subset, from the UI) re-classifies the day for
         those tables only."""
         day = dt.date.fromisoformat(context.partition_key)
+        resources = names.resources(context)
+        catalog_source, landing, warehouse = resources.catalog_source, resources.landing, resources.warehouse
+        spark = resources.spark
         try:
             catalog = catalog_source.load()
             tables = catalog_source.tables(catalog)
         except CatalogError as exc:
             raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
-        key_of = {t.name: message_key(t.message) for t in tables}
+        key_of = {t.name: names.message(t.message) for t in tables}
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
-        only = selected_tables(context.selected_asset_keys, tables, key_of)
+        only = selected_tables(context.selected_asset_keys, tables, key_of, deadletter_key)
         store = warehouse.store(spark)  # Spark started on first use: not for a small increment (Settings.local_bytes)
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
             result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
@@ -149,15 +148,15 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         with event_batch(context.instance):
             result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
         result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
-        if DEADLETTER_KEY not in context.selected_asset_keys:
+        if deadletter_key not in context.selected_asset_keys:
             return  # a subset run of message tables: the day's dead letters are not its output
         # read back from every table, subset run or not: the day's rows must add up
         clock = time.perf_counter()
         ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
-        yield deadletter_materialization(result, store, tables, settings.compact_files)
-        yield from deadletter_checks(result, ok, counts, landing, day)
+        yield deadletter_materialization(result, store, tables, settings.compact_files, deadletter_key)
+        yield from deadletter_checks(result, ok, counts, landing, day, deadletter_key)
 
     return classify_events
 
@@ -165,23 +164,24 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
 
 
-def selected_tables(selected, tables, key_of) -> set[str] | None:
+def selected_tables(selected, tables, key_of, deadletter_key: AssetKey = DEADLETTER_KEY) -> set[str] | None:
     """The tables a run writes: None for the whole day (`deadletter` selected alone, or every
     asset), else the selected message tables (and `deadletter` when it is selected too)."""
     only = {t.name for t in tables if key_of[t.name] in selected}
-    if not only or (len(only) == len(tables) and DEADLETTER_KEY in selected):
+    if not only or (len(only) == len(tables) and deadletter_key in selected):
         return None
-    return only | ({DEADLETTER_TABLE} if DEADLETTER_KEY in selected else set())
+    return only | ({DEADLETTER_TABLE} if deadletter_key in selected else set())
 
 
-def deadletter_materialization(result, store, tables, compact_files: int) -> MaterializeResult:
+def deadletter_materialization(result, store, tables, compact_files: int,
+                               key: AssetKey = DEADLETTER_KEY) -> MaterializeResult:
     """The day's `deadletter` partition, with what the run read, where every record went, the
     engine that ran it, and the tables whose partition now holds more than `compact_files` files
     (`compaction_due`: the compaction sensor requests `maintenance_job` for the day)."""
     sql_of = {t.message.xid: t.message.table_name for t in tables}
     due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
     return MaterializeResult(
-        asset_key=DEADLETTER_KEY,
+        asset_key=key,
         metadata={
             "dagster/partition_row_count": sum(result.deadletter.values()),
             "records_read": result.records,
@@ -210,10 +210,10 @@ def deadletter_materialization(result, store, tables, compact_files: int) -> Mat
     )
 
 
-def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date):
+def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey = DEADLETTER_KEY):
     """`conservation` (every record read is in exactly one table) and `landing` (the day's folder was there)."""
     yield AssetCheckResult(
-        asset_key=DEADLETTER_KEY,
+        asset_key=key,
         check_name="conservation",
         passed=ok,
         severity=AssetCheckSeverity.ERROR,
@@ -221,7 +221,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date):
                   "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
     )
     yield AssetCheckResult(
-        asset_key=DEADLETTER_KEY,
+        asset_key=key,
         check_name="landing",
         passed=result.landing != "missing",
         severity=AssetCheckSeverity.WARN,

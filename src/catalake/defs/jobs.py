@@ -1,12 +1,19 @@
 from dagster import AssetSelection, define_asset_job
 
 from .event_assets import DEADLETTER_KEY
+from .names import DEFAULT, Names
 
-catalake_job = define_asset_job(
-    "catalake_job",
-    selection=AssetSelection.assets("message_catalog", "expectation_suites"),
-    description="Materialize the catalog table, create or evolve every per-message table, and write the expectation suites.",
-)
+
+def build_catalog_job(names: Names = DEFAULT):
+    return define_asset_job(
+        names.of("catalake_job"),
+        selection=AssetSelection.assets(names.catalog, names.key("expectation_suites")),
+        description="Materialize the catalog table, create or evolve every per-message table, and write the "
+        "expectation suites.",
+    )
+
+
+catalake_job = build_catalog_job()
 
 # What the schedule, the sensor and `catalake run` launch: the job's runs select `deadletter`
 # only, and that one step writes and reports every message table of the day (selecting all of
@@ -14,12 +21,12 @@ catalake_job = define_asset_job(
 DAILY_SELECTION = [DEADLETTER_KEY]
 
 
-def build_events_job(partitions_def):
-    """All the tables a day's classification writes, so that each message asset shows the job,
-    its schedule and its sensor as what materializes it."""
+def build_events_job(partitions_def, events_asset, names: Names = DEFAULT):
+    """All the tables a day's classification writes (the `classify_events` multi-asset), so that
+    each message asset shows the job, its schedule and its sensor as what materializes it."""
     return define_asset_job(
-        "events_job",
-        selection=AssetSelection.assets(DEADLETTER_KEY) | AssetSelection.tag("layer", "messages"),
+        names.of("events_job"),
+        selection=AssetSelection.assets(events_asset),
         partitions_def=partitions_def,
         description="Classify one day of landed events into the per-message tables and the dead-letter table, in "
         "one step. The schedule, the sensor and `catalake run` select `deadletter`: the step writes the whole day "

@@ -33,10 +33,9 @@ from catalake.platform.maintenance import compact_day, vacuum_warehouse
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.names import warehouse_tables
-from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
+from catalake.resources import CatalogSource
 
-from .event_assets import DEADLETTER_KEY
-from .message_assets import message_key
+from .names import DEFAULT, Names
 
 MAINTAIN_OP = "maintain_day"
 
@@ -51,10 +50,9 @@ class MaintenanceConfig(Config):
     dry_run: bool = False  # vacuum: only say what would go
 
 
-def build_maintenance_job(settings: Settings, partitions_def):
-    @op(name=MAINTAIN_OP)
-    def maintain_day(context: OpExecutionContext, config: MaintenanceConfig, catalog_source: CatalogSource,
-                     spark: SparkSessionResource, warehouse: Warehouse) -> None:
+def build_maintenance_job(settings: Settings, partitions_def, names: Names = DEFAULT):
+    @op(name=names.of(MAINTAIN_OP), required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
+    def maintain_day(context: OpExecutionContext, config: MaintenanceConfig) -> None:
         """Compacts the day's partition of every table whose files exceed ceil(bytes / target)
         (a Delta commit that changes no row: the rows merged are the rows read, and a partition
         a concurrent run changed is left as it is), then vacuums every table: the files no
@@ -62,15 +60,17 @@ def build_maintenance_job(settings: Settings, partitions_def):
         checkpointed and trimmed. Each table's observation shows its files and bytes before and
         after, and the bytes the vacuum removed."""
         day = dt.date.fromisoformat(context.partition_key)
-        store = warehouse.store(spark)
-        names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
-        keys = _asset_keys(catalog_source)
+        resources = names.resources(context)
+        spark = resources.spark
+        store = resources.warehouse.store(spark)
+        tables = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
+        keys = _asset_keys(resources.catalog_source, names)
         if config.compact:
             engine = None if settings.engine == "local" else (lambda: spark.session)
-            done = compact_day(engine, store, names, day, target=settings.target_file_bytes,
+            done = compact_day(engine, store, tables, day, target=settings.target_file_bytes,
                                min_files=2 if config.closed_day else settings.compact_files + 1, progress=context.log.info)
             for c in done:
-                context.log_event(AssetObservation(asset_key=keys.get(c.table, AssetKey(c.table.split("/"))),
+                context.log_event(AssetObservation(asset_key=keys.get(c.table, names.key(*c.table.split("/"))),
                                                    partition=context.partition_key, metadata={
                     "compaction": "skipped" if c.skipped else "compacted", "files_before": c.files_before,
                     "files_after": c.files_after, "bytes_before": c.bytes_before, "bytes_after": c.bytes_after,
@@ -81,18 +81,18 @@ def build_maintenance_job(settings: Settings, partitions_def):
                              f"{sum(1 for c in done if c.skipped)} skipped")
         if config.vacuum:
             hours = settings.retention_hours if config.retention_hours is None else config.retention_hours
-            vacuumed = vacuum_warehouse(store, [*names, CATALOG_TABLE], retention_hours=hours, dry_run=config.dry_run,
+            vacuumed = vacuum_warehouse(store, [*tables, CATALOG_TABLE], retention_hours=hours, dry_run=config.dry_run,
                                         progress=context.log.info)
             for v in vacuumed:
                 if v.files:
-                    context.log_event(AssetObservation(asset_key=keys.get(v.table, AssetKey(v.table.split("/"))), metadata={
+                    context.log_event(AssetObservation(asset_key=keys.get(v.table, names.key(*v.table.split("/"))), metadata={
                         "vacuum": "dry run" if v.dry_run else "deleted", "vacuum_files": v.files,
                         "vacuum_bytes": MetadataValue.int(v.bytes), "retention_hours": hours}))
             context.log.info(f"vacuum (retention {hours} h{', dry run' if config.dry_run else ''}): "
                              f"{sum(v.files for v in vacuumed)} file(s), {sum(v.bytes for v in vacuumed)} bytes "
                              f"over {len(vacuumed)} table(s)")
 
-    @job(name="maintenance_job", partitions_def=partitions_def,
+    @job(name=names.of("maintenance_job"), partitions_def=partitions_def,
          description="Compact one day's table-partitions to the target file size, then vacuum the warehouse "
          "(files no version inside retention needs) and trim the Delta logs.")
     def maintenance_job():
@@ -101,18 +101,18 @@ def build_maintenance_job(settings: Settings, partitions_def):
     return maintenance_job
 
 
-def _asset_keys(catalog_source: CatalogSource) -> dict[str, AssetKey]:
+def _asset_keys(catalog_source: CatalogSource, names: Names) -> dict[str, AssetKey]:
     """Warehouse table name -> the asset whose observations show its maintenance."""
-    keys = {DEADLETTER_TABLE: DEADLETTER_KEY, CATALOG_TABLE: AssetKey("message_catalog")}
+    keys = {DEADLETTER_TABLE: names.deadletter, CATALOG_TABLE: names.catalog}
     try:
-        keys.update({t.name: message_key(t.message) for t in catalog_source.tables()})
+        keys.update({t.name: names.message(t.message) for t in catalog_source.tables()})
     except Exception:  # noqa: BLE001 - an invalid catalog: its tables are maintained all the same
         pass
     return keys
 
 
-def build_maintenance_schedule(maintenance_job, partitions_def):
-    @schedule(job=maintenance_job, cron_schedule="0 3 * * *", name="maintenance_schedule")
+def build_maintenance_schedule(maintenance_job, partitions_def, names: Names = DEFAULT):
+    @schedule(job=maintenance_job, cron_schedule="0 3 * * *", name=names.of("maintenance_schedule"))
     def maintenance_schedule(context: ScheduleEvaluationContext):
         """Yesterday's partition every night at 03:00, after the nightly run (01:00): the closed
         day compacted, then the warehouse vacuumed."""
@@ -124,9 +124,9 @@ def build_maintenance_schedule(maintenance_job, partitions_def):
     return maintenance_schedule
 
 
-def build_compaction_sensor(events_job, maintenance_job):
+def build_compaction_sensor(events_job, maintenance_job, names: Names = DEFAULT):
     @run_status_sensor(run_status=DagsterRunStatus.SUCCESS, monitored_jobs=[events_job], request_job=maintenance_job,
-                       name="compaction_sensor", default_status=DefaultSensorStatus.STOPPED)
+                       name=names.of("compaction_sensor"), default_status=DefaultSensorStatus.STOPPED)
     def compaction_sensor(context: RunStatusSensorContext):
         """After a day's run, when a table's partition of that day holds more than
         CATALAKE_COMPACT_FILES files (the run's `deadletter` metadata: `compaction_due`):
@@ -134,13 +134,13 @@ def build_compaction_sensor(events_job, maintenance_job):
         run = context.dagster_run
         day = run.tags.get("dagster/partition")
         records = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=DEADLETTER_KEY, asset_partitions=[day]), limit=1).records if day else []
+            AssetRecordsFilter(asset_key=names.deadletter, asset_partitions=[day]), limit=1).records if day else []
         if not records or records[0].run_id != run.run_id:
             return SkipReason("the run reported no deadletter materialization of its day")
         due = records[0].asset_materialization.metadata.get("compaction_due")
         if due is None or not due.value:
             return SkipReason(f"{day}: no table-partition over the file threshold")
         return RunRequest(run_key=f"compact:{day}:{run.run_id}", partition_key=day, run_config={
-            "ops": {MAINTAIN_OP: {"config": {"closed_day": False, "vacuum": False}}}})
+            "ops": {names.of(MAINTAIN_OP): {"config": {"closed_day": False, "vacuum": False}}}})
 
     return compaction_sensor

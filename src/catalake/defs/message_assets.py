@@ -29,15 +29,20 @@ from catalake.platform.warehouse.message_tables import (
 )
 
 from .metadata import column_schema
+from .names import DEFAULT, Names
 
-CATALOG_KEY = AssetKey("message_catalog")
+CATALOG_KEY = DEFAULT.catalog
 SPECS_FORMAT = 1  # the specs snapshot's layout (_plain): a new one is written when it changes
-FED_BY = ("Written by the step `classify_events` of `events_job`, one partition a day: the schedule "
-          "`daily_events_schedule` runs yesterday's, the sensor `landing_sensor` (when on) what just landed.")
+
+
+def fed_by(names: Names) -> str:
+    return (f"Written by the step `{names.of('classify_events')}` of `{names.of('events_job')}`, one partition a "
+            f"day: the schedule `{names.of('daily_events_schedule')}` runs yesterday's, the sensor "
+            f"`{names.of('landing_sensor')}` (when on) what just landed.")
 
 
 def message_key(message: MessageDefinition) -> AssetKey:
-    return AssetKey(message.asset_path)
+    return DEFAULT.message(message)
 
 
 def short_name(message: MessageDefinition) -> str:
@@ -94,7 +99,7 @@ def catalog_at_load(settings: Settings) -> CatalogAtLoad:
 
 
 def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings,
-                 table: MessageTable | None = None) -> AssetSpec:
+                 table: MessageTable | None = None, names: Names = DEFAULT) -> AssetSpec:
     text = message.get("description") or message.get("name") or ""
     protocol = protocol_name(message)
     over = f" over {protocol}" if protocol else ""
@@ -117,16 +122,16 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     if keys.SCHEMA_ERROR in table.schema["data"].metadata:
         metadata["untyped_payload"] = table.schema["data"].metadata[keys.SCHEMA_ERROR]
     return AssetSpec(
-        key=message_key(message),
+        key=names.message(message),
         # the first line is what the asset graph shows under the name
         description=f"{short_name(message)}{over} -> table `{message.table_name}`"
         + (f": {text}" if text else "")
         + f"\n\nMessage `{message.message_id}` of group `{message.group_id}` (`{message.xid}`), "
         f"{message.envelope or 'no'} envelope, {protocol or 'any protocol'}. Delta table "
-        f"`{message.table_name}`, partitioned by `event_date`, at `{uri}`.\n\n{FED_BY}",
-        group_name=slug(message.group_id),
+        f"`{message.table_name}`, partitioned by `event_date`, at `{uri}`.\n\n{fed_by(names)}",
+        group_name=names.group_of(slug(message.group_id)),
         kinds={"spark", "delta"},
-        deps=[CATALOG_KEY],
+        deps=[names.catalog],
         metadata=metadata,
         tags={"layer": "messages", "protocol": _tag((protocol or "any").lower()),
               "envelope": _tag((message.envelope or "none").lower())},
@@ -136,7 +141,8 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
     )
 
 
-def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None) -> tuple[list[AssetSpec], str | None]:
+def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None,
+                  names: Names = DEFAULT) -> tuple[list[AssetSpec], str | None]:
     """Specs for the configured catalog as it is when the code location loads (`loaded`, read
     here when not given), and what is wrong with it (None when it is valid).
 
@@ -144,10 +150,10 @@ def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None) -> tu
     wrong (the code location still loads; the runs fail until the catalog is fixed)."""
     loaded = loaded if loaded is not None else catalog_at_load(settings)
     if loaded.error is not None:
-        return [_flagged(spec, loaded.error) for spec in _last_valid(settings)], loaded.error
+        return [_flagged(spec, loaded.error) for spec in _last_valid(settings, names)], loaded.error
     tables = loaded.by_xid
-    specs = [message_spec(m, loaded.catalog, settings, tables[m.xid]) for m in loaded.catalog]
-    _keep(settings, specs, catalog_fingerprint(loaded.tables))
+    specs = [message_spec(m, loaded.catalog, settings, tables[m.xid], names) for m in loaded.catalog]
+    _keep(settings, specs, catalog_fingerprint(loaded.tables), names)
     return specs, None
 
 
@@ -165,17 +171,19 @@ def _flagged(spec: AssetSpec, error: str) -> AssetSpec:
                                    metadata={**spec.metadata, "catalog_error": error})
 
 
-def _snapshot(settings: Settings) -> Path:
-    return settings.local / "catalog" / "specs.json"
+def _snapshot(settings: Settings, names: Names) -> Path:
+    """One per instance: two prefixes over one warehouse keep their own keys."""
+    return settings.local / "catalog" / ".".join(["specs", *names.prefix, "json"])
 
 
-def _keep(settings: Settings, specs: list[AssetSpec], fingerprint: str) -> None:
+def _keep(settings: Settings, specs: list[AssetSpec], fingerprint: str, names: Names) -> None:
     """Keep the specs of this valid catalog, written only when they changed (atomically: the
     webserver, the daemon and run workers load the code location at once). What they were made
     from (the catalog's fingerprint and the settings they name) is kept beside them: a load of
     the same catalog reads that line and writes nothing."""
-    path = _snapshot(settings)
-    made_from = hashlib.sha256(f"{fingerprint}|{settings.warehouse}|{settings.owners}|{SPECS_FORMAT}".encode()).hexdigest()
+    path = _snapshot(settings, names)
+    made_from = hashlib.sha256(
+        f"{fingerprint}|{settings.warehouse}|{settings.owners}|{names}|{SPECS_FORMAT}".encode()).hexdigest()
     stamp = path.with_suffix(".from")
     try:
         if path.exists() and stamp.exists() and stamp.read_text() == made_from:
@@ -190,13 +198,13 @@ def _keep(settings: Settings, specs: list[AssetSpec], fingerprint: str) -> None:
         pass  # a read-only place: the UI then shows no message assets while the catalog is invalid
 
 
-def _last_valid(settings: Settings) -> list[AssetSpec]:
+def _last_valid(settings: Settings, names: Names) -> list[AssetSpec]:
     try:
-        plain = deserialize_value(_snapshot(settings).read_text())
+        plain = deserialize_value(_snapshot(settings, names).read_text())
     except Exception:  # noqa: BLE001 - none yet, or unreadable (another version wrote it): no specs
         return []
     return [AssetSpec(key=AssetKey(p["key"]), description=p["description"], group_name=p["group"], kinds=set(p["kinds"]),
-                      deps=[CATALOG_KEY], metadata=p["metadata"], tags=p["tags"], owners=p["owners"],
+                      deps=[names.catalog], metadata=p["metadata"], tags=p["tags"], owners=p["owners"],
                       code_version=p["code_version"], skippable=True) for p in plain]
 
 

@@ -14,55 +14,67 @@ import catalake.platform.quality.expectations
 import catalake.platform.records.attributes
 from catalake.display import markdown_table
 from catalake.platform.catalog import CatalogError
-from catalake.resources import CatalogSource, Warehouse
 
-from .message_assets import CATALOG_KEY
 from .metadata import code_version
+from .names import DEFAULT, Names
 
 DATA_DOCS_KEY = "data_docs"
 
 
-@asset(group_name="catalog", kinds={"great_expectations"}, deps=[CATALOG_KEY], tags={"layer": "catalog"},
-       code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))
-def expectation_suites(context: AssetExecutionContext, catalog_source: CatalogSource, warehouse: Warehouse) -> MaterializeResult:
-    """One Great Expectations suite per message definition, generated from the catalog: required
-    attributes not null, constant values, uritemplates as regexes, declared attribute types, and
-    the payload schema's required fields, enums, ranges, lengths, patterns, formats and item counts.
-    Written as GX JSON (stable key order) under `expectations/` in the warehouse; a definition that
-    did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
-    every record against the same expectations; each per-message asset's `expectations` check
-    shows their results per partition."""
-    from catalake.platform.quality.suites import store_suite_documents, sync_suites
+def build_suites_asset(names: Names = DEFAULT):
+    """The `expectation_suites` asset of one instance."""
 
-    try:
-        catalog = catalog_source.load()
-    except CatalogError as exc:
-        raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
-    tables = catalog_source.tables(catalog)
-    outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
-    store_suite_documents(warehouse.local, written)  # the GX context lists every suite in its data docs
-    rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
-    return MaterializeResult(metadata={
-        "suites": len(counts),
-        "expectations": sum(counts.values()),
-        "written": sum(1 for v in outcome.values() if v == "written"),
-        "unchanged": sum(1 for v in outcome.values() if v == "unchanged"),
-        "removed": sum(1 for v in outcome.values() if v == "removed"),
-        "path": MetadataValue.path(str(warehouse.suites_dir)),
-        "per_suite": MetadataValue.md(markdown_table(["suite", "expectations", "file"], rows)),
-    })
+    @asset(key=names.key("expectation_suites"), group_name=names.group_of("catalog"), kinds={"great_expectations"},
+           deps=[names.catalog], tags={"layer": "catalog"},
+           required_resource_keys=names.resource_keys("catalog_source", "warehouse"),
+           code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))
+    def expectation_suites(context: AssetExecutionContext) -> MaterializeResult:
+        """One Great Expectations suite per message definition, generated from the catalog: required
+        attributes not null, constant values, uritemplates as regexes, declared attribute types, and
+        the payload schema's required fields, enums, ranges, lengths, patterns, formats and item counts.
+        Written as GX JSON (stable key order) under `expectations/` in the warehouse; a definition that
+        did not change keeps a byte-identical file (and is not even rebuilt). The classifier checks
+        every record against the same expectations; each per-message asset's `expectations` check
+        shows their results per partition."""
+        from catalake.platform.quality.suites import store_suite_documents, sync_suites
+
+        resources = names.resources(context)
+        catalog_source, warehouse = resources.catalog_source, resources.warehouse
+        try:
+            catalog = catalog_source.load()
+        except CatalogError as exc:
+            raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)") from None
+        tables = catalog_source.tables(catalog)
+        outcome, counts, written = sync_suites(warehouse.suites_dir, tables)
+        store_suite_documents(warehouse.local, written)  # the GX context lists every suite in its data docs
+        rows = [[name, counts.get(name, 0), what] for name, what in outcome.items()]
+        return MaterializeResult(metadata={
+            "suites": len(counts),
+            "expectations": sum(counts.values()),
+            "written": sum(1 for v in outcome.values() if v == "written"),
+            "unchanged": sum(1 for v in outcome.values() if v == "unchanged"),
+            "removed": sum(1 for v in outcome.values() if v == "removed"),
+            "path": MetadataValue.path(str(warehouse.suites_dir)),
+            "per_suite": MetadataValue.md(markdown_table(["suite", "expectations", "file"], rows)),
+        })
+
+    return expectation_suites
 
 
-def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, upstream):
+expectation_suites = build_suites_asset()
+
+
+def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, names: Names = DEFAULT):
     # the dbt models of the same job run a range of days in one run: so does this
-    @asset(name=DATA_DOCS_KEY, group_name="quality", kinds={"great_expectations"}, partitions_def=partitions_def,
-           deps=[upstream], tags={"layer": "quality"}, backfill_policy=BackfillPolicy.single_run())
-    def data_docs(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    @asset(key=names.key(DATA_DOCS_KEY), group_name=names.group_of("quality"), kinds={"great_expectations"},
+           partitions_def=partitions_def, deps=[names.deadletter], tags={"layer": "quality"},
+           required_resource_keys=names.resource_keys("warehouse"), backfill_policy=BackfillPolicy.single_run())
+    def data_docs(context: AssetExecutionContext) -> MaterializeResult:
         """The Great Expectations data docs of one day: a validation page per table the day fed
         (every expectation with its records evaluated, unexpected ones and examples, from the
         classification pass), listed in the site's index with every suite. Offline HTML under
         `gx/uncommitted/data_docs/local_site/`."""
-        validator = warehouse.validator()
+        validator = names.resources(context).warehouse.validator()
         pages, missing = [], []
         for day in context.partition_keys:
             index, built, failed = validator.build_partition_docs(day)

@@ -5,11 +5,13 @@ from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, Sk
 from catalake.defs.event_assets import INCREMENTAL_TAG
 from catalake.platform.landing.listing import landing_partitions
 
-from .jobs import DAILY_SELECTION
+from .names import DEFAULT, Names
 
 
-def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day", interval_seconds: int = 30):
-    @sensor(job=events_job, minimum_interval_seconds=interval_seconds, default_status=DefaultSensorStatus.STOPPED)
+def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day", interval_seconds: int = 30,
+                         names: Names = DEFAULT):
+    @sensor(job=events_job, minimum_interval_seconds=interval_seconds, default_status=DefaultSensorStatus.STOPPED,
+            name=names.of("landing_sensor"))
     def landing_sensor(context: SensorEvaluationContext):
         """Requests an incremental run for every landing day that appeared or whose files changed:
         it reads what landed since the day's last run (a full run when a file changed otherwise).
@@ -19,7 +21,7 @@ def build_landing_sensor(events_job, landing_root, partitions_def, layout: str =
         known = set(partitions_def.get_partition_keys())
         requests = [
             RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day, tags={INCREMENTAL_TAG: "true"},
-                       asset_selection=DAILY_SELECTION)
+                       asset_selection=[names.deadletter])
             for day, fingerprint in sorted(now.items())
             if seen.get(day) != fingerprint and day in known
         ]

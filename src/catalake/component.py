@@ -1,0 +1,129 @@
+"""catalake as a Dagster component: one `defs.yaml` per catalog in a team's own Dagster project.
+
+    type: catalake.CatalakeComponent
+    attributes:
+      key_prefix: payments
+      catalog: "{{ project_root }}/catalogs/payments"
+      landing: s3://landing/payments
+      warehouse: s3://lake/payments
+
+Each instance gives its own assets (under `key_prefix`), jobs, schedules, sensors and resources
+(named `<prefix>_<name>`); every instance shares the `spark` resource. An attribute left out is
+the environment's setting (CATALAKE_CATALOG, CATALAKE_LANDING, ...; see `catalake.platform.config`)."""
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster import Definitions
+from dagster.components import Component, ComponentLoadContext, Resolvable, Scaffolder, ScaffoldRequest, scaffold_with
+
+from catalake.defs.names import Names
+from catalake.location import build_definitions
+from catalake.platform import uris
+from catalake.platform.config import Settings, local_folder
+
+DEFS_YAML = """\
+type: catalake.CatalakeComponent
+
+attributes:
+  # every asset key of this catalog starts with it; jobs, schedules, sensors and resources are
+  # named <key_prefix>_<name> (e.g. {name}_events_job)
+  key_prefix: {name}
+  # the xRegistry catalog: a file or a folder, or a list of them (left out: CATALAKE_CATALOG, the demo)
+  # catalog: "{{{{ project_root }}}}/catalogs/{name}"
+  # where the producers' files land, and how a day's files are found below it
+  # landing: s3://landing-bucket/{name}
+  # landing_layout: day
+  # where the Delta tables are written: a folder or a URI
+  warehouse: "{{{{ project_root }}}}/warehouse/{name}"
+  # group_name: {name}
+  # owners: ["team:{name}"]
+  # start_date: "2026-01-01"
+  # spark_conf: {{spark.sql.shuffle.partitions: "8"}}
+"""
+
+
+class CatalakeScaffolder(Scaffolder):
+    """`dg scaffold defs catalake.CatalakeComponent <name>`: a defs.yaml that loads as it is (the
+    environment's catalog and landing, a warehouse of its own) with every attribute explained."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = "_".join(p for p in request.target_path.name.replace("-", "_").split("_") if p) or "catalake"
+        (request.target_path / "defs.yaml").write_text(DEFS_YAML.format(name=name))
+
+
+@scaffold_with(CatalakeScaffolder)
+@dataclass
+class CatalakeComponent(Component, Resolvable):
+    """An xRegistry message catalog as Dagster assets: the catalog table, a Delta table per message
+    definition fed by daily partitioned runs (with a dead-letter table, expectation checks and a
+    conservation check), the expectation suites, drift proposals, dbt analytics and maintenance.
+
+    Relative paths are taken from the folder of the `defs.yaml`; `{{ project_root }}` names the
+    project's. Instances of one project share the `spark` resource: give `spark_conf` on one of
+    them, or the same on each."""
+
+    catalog: str | list[str] | None = None
+    landing: str | None = None
+    landing_layout: str | None = None
+    warehouse: str | None = None
+    key_prefix: str | list[str] | None = None
+    group_name: str | None = None
+    spark_conf: dict[str, str] | None = None
+    owners: list[str] | None = None
+    start_date: str | None = None
+    local_dir: str | None = None
+    analytics: bool = True
+
+    @property
+    def names(self) -> Names:
+        prefix = [self.key_prefix] if isinstance(self.key_prefix, str) else list(self.key_prefix or [])
+        return Names(prefix=tuple(p for p in prefix if p), group=self.group_name)
+
+    def settings(self, folder: Path, environment: Settings | None = None) -> Settings:
+        """The environment's settings with this instance's attributes (paths from `folder`)."""
+        base = environment or Settings.from_env()
+        given = {}
+        if self.catalog is not None:
+            paths = [self.catalog] if isinstance(self.catalog, str) else self.catalog
+            given["catalog"] = tuple(Path(_located(p, folder)) for p in paths)
+        if self.landing is not None:
+            given["landing"] = _located(self.landing, folder)
+        if self.landing_layout is not None:
+            given["layout"] = self.landing_layout
+        if self.warehouse is not None:
+            given["warehouse"] = _located(self.warehouse, folder)
+        if self.spark_conf:
+            given["spark_conf"] = tuple(sorted({**dict(base.spark_conf), **self.spark_conf}.items()))
+        if self.owners is not None:
+            given["owners"] = tuple(self.owners)
+        if self.start_date is not None:
+            given["start_date"] = self.start_date
+        settings = dataclasses.replace(base, **given)
+        local = Path(_located(self.local_dir, folder)) if self.local_dir else None
+        names = self.names
+        if local is None and names.prefix and uris.is_remote(settings.warehouse) and base.local_dir is None:
+            # two instances on object storage would share ./.catalake (suites, GX docs, dbt)
+            local = local_folder(settings.warehouse).joinpath(*names.prefix)
+        if local is not None:
+            settings = dataclasses.replace(settings, local_dir=local)
+        if names.prefix and base.dbt is None:
+            # two prefixes over one warehouse: a dbt project each (their sources carry their keys)
+            settings = dataclasses.replace(settings, dbt=settings.local / "dbt" / "_".join(names.prefix))
+        return settings
+
+    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        return self.definitions(context.path)
+
+    def definitions(self, folder: Path | None = None) -> Definitions:
+        """This instance's definitions, relative paths taken from `folder` (default: here)."""
+        return build_definitions(self.settings(folder or Path.cwd()), analytics=self.analytics, names=self.names)
+
+
+def _located(path: str, folder: Path) -> str:
+    """A URI as it is; a relative local path from `folder`."""
+    if uris.is_remote(path) or path.startswith("file:"):
+        return path
+    local = Path(path).expanduser()
+    return str(local if local.is_absolute() else (folder / local).resolve())

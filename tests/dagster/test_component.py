@@ -1,0 +1,142 @@
+"""catalake inside a team's own Dagster project: `CatalakeComponent` instances, each with its own
+prefix, jobs, schedules, sensors and resources, one Spark resource between them; and a real `dg`
+project with two of them, scaffolded, checked, listed and run a day each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance, Definitions
+from deltalake import DeltaTable
+
+from catalake.component import CatalakeComponent
+from catalake.platform.config import Settings
+from support.classify import DAY, land_azure
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def test_attributes_left_out_are_the_environments_settings(tmp_path):
+    env = Settings.from_env({"CATALAKE_WAREHOUSE": str(tmp_path / "env-wh"), "CATALAKE_OWNERS": "team:data",
+                             "CATALAKE_SPARK_CONF": "spark.sql.shuffle.partitions=4"})
+    folder = tmp_path / "defs" / "payments"
+    component = CatalakeComponent(key_prefix="payments", catalog=["catalog", "more/x.xreg.json"],
+                                  warehouse="s3://lake/payments", spark_conf={"spark.driver.memory": "2g"})
+    settings = component.settings(folder, env)
+    assert settings.catalog == ((folder / "catalog").resolve(), (folder / "more" / "x.xreg.json").resolve())
+    assert settings.warehouse == "s3://lake/payments"
+    assert settings.landing == env.landing and settings.owners == ("team:data",)
+    assert dict(settings.spark_conf) == {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"}
+    # on object storage each prefix keeps its suites, GX docs and dbt project in a folder of its own
+    assert settings.local == Path(".catalake").absolute() / "payments"
+    assert settings.dbt_dir == settings.local / "dbt" / "payments"
+    bare = CatalakeComponent().settings(folder, env)
+    assert bare == env  # no attribute: the code location of today, unchanged
+
+
+def test_two_instances_give_disjoint_definitions_sharing_one_spark_resource(tmp_path):
+    landing, catalog = land_azure(SHARED, tmp_path / "storage")
+    bikes = CatalakeComponent(key_prefix="bikes", warehouse=str(tmp_path / "wh-bikes"), start_date="2026-11-20",
+                              analytics=False)
+    storage = CatalakeComponent(key_prefix=["team", "storage"], catalog=str(catalog), landing=str(landing),
+                                warehouse=str(tmp_path / "wh-storage"), start_date="2026-11-20",
+                                group_name="storage", analytics=False)
+    one, two = bikes.definitions(tmp_path), storage.definitions(tmp_path)
+    defs = Definitions.merge(one, two)  # Dagster refuses two resources under one key unless they are one object
+    assert one.resources["spark"] is two.resources["spark"]
+    keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
+    bike_keys = {k for k in keys if k.startswith("bikes/")}
+    storage_keys = {k for k in keys if k.startswith("team/storage/")}
+    assert bike_keys | storage_keys == keys
+    assert {"bikes/message_catalog", "bikes/deadletter", "bikes/messages/bikeshare.rides/bikeshare.rides.RideStarted"} <= bike_keys
+    assert "team/storage/messages/Microsoft.Storage/Microsoft.Storage.BlobCreated" in storage_keys
+    assert {s.group_name for s in defs.resolve_all_asset_specs() if s.key.path[0] == "team"} == {"storage"}
+    jobs = {j.name for j in defs.get_repository_def().get_all_jobs()} - {"__ASSET_JOB"}
+    assert jobs == {f"{p}_{j}" for p in ("bikes", "team_storage")
+                    for j in ("catalake_job", "events_job", "validate_job", "replay_job", "maintenance_job")}
+    assert {s.name for s in defs.schedules} == {f"{p}_{s}" for p in ("bikes", "team_storage")
+                                                for s in ("daily_events_schedule", "maintenance_schedule")}
+    assert {s.name for s in defs.sensors} == {f"{p}_{s}" for p in ("bikes", "team_storage")
+                                              for s in ("landing_sensor", "compaction_sensor")}
+    assert set(defs.resources) == {"spark", *(f"{p}_{r}" for p in ("bikes", "team_storage")
+                                              for r in ("warehouse", "catalog_source", "landing"))}
+    assert defs.resources["team_storage_landing"].path == str(landing)
+    # each events job selects its own instance's tables only
+    events = defs.resolve_job_def("team_storage_events_job")
+    assert {k.path[0] for k in events.asset_layer.executable_asset_keys} == {"team"}
+
+
+def _run(args: list[str], project: Path, env: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{' '.join(args)}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    return done
+
+
+@pytest.mark.project
+def test_a_dg_project_with_two_catalogs(tmp_path):
+    """The README's "Use catalake in your Dagster project": `dg scaffold defs` twice, one instance
+    on the bundled demo and one on the real Azure Storage catalog and its blob events; `dg check
+    defs` and `dg list defs` see both under their prefixes; `dg launch` materializes each catalog
+    and one day of each, into its own warehouse."""
+    project = tmp_path / "teams"
+    (project / "src" / "teams" / "defs").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "teams"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n\n'
+        '[tool.dg]\ndirectory_type = "project"\n\n[tool.dg.project]\nroot_module = "teams"\n')
+    (project / "src" / "teams" / "__init__.py").write_text("")
+    (project / "src" / "teams" / "defs" / "__init__.py").write_text("")
+    (project / "src" / "teams" / "definitions.py").write_text(
+        "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
+        "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
+    landing, catalog = land_azure(SHARED, tmp_path / "storage")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALAKE_", "DAGSTER_"))}
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(project / "src"),
+               DAGSTER_HOME=str(tmp_path / "home"), CATALAKE_ENGINE="local", NO_COLOR="1")
+    (tmp_path / "home").mkdir()
+    dg = str(Path(sys.executable).parent / "dg")
+
+    for name in ("bikes", "storage"):
+        _run([dg, "scaffold", "defs", "catalake.CatalakeComponent", name], project, env)
+    scaffolded = (project / "src" / "teams" / "defs" / "bikes" / "defs.yaml").read_text()
+    assert "type: catalake.CatalakeComponent" in scaffolded and "key_prefix: bikes" in scaffolded
+    assert 'warehouse: "{{ project_root }}/warehouse/bikes"' in scaffolded
+    storage_yaml = project / "src" / "teams" / "defs" / "storage" / "defs.yaml"
+    storage_yaml.write_text(storage_yaml.read_text().replace(
+        "  # catalog:", f"  catalog: {catalog}\n  landing: {landing}\n  start_date: '{DAY}'\n  # catalog:"))
+
+    _run([dg, "check", "defs"], project, env)
+    listed = json.loads(_run([dg, "list", "defs", "--json"], project, env).stdout)
+    keys = {a["asset_key"] for a in listed["assets"]}
+    assert {"bikes/message_catalog", "storage/message_catalog", "bikes/deadletter", "storage/deadletter",
+            "storage/messages/Microsoft.Storage/Microsoft.Storage.BlobCreated",
+            "bikes/messages/bikeshare.rides/bikeshare.rides.RideStarted"} <= keys
+    assert all(k.split("/")[0] in ("bikes", "storage") for k in keys)
+    assert {j["name"] for j in listed["jobs"]} >= {"bikes_events_job", "storage_events_job"}
+    assert {r["name"] for r in listed["resources"]} >= {"spark", "bikes_warehouse", "storage_warehouse"}
+
+    for prefix in ("bikes", "storage"):
+        _run([dg, "launch", "--job", f"{prefix}_catalake_job"], project, env)
+        _run([dg, "launch", "--assets", f'key:"{prefix}/deadletter"', "--partition", DAY.isoformat()], project, env)
+
+    warehouse = project / "warehouse"
+    storage_rows = {p.name: DeltaTable(str(p)).to_pyarrow_table().num_rows for p in (warehouse / "storage" / "messages").iterdir()}
+    assert storage_rows["microsoft_storage__blobcreated"] == 1 and storage_rows["microsoft_storage__blobdeleted"] == 1
+    assert sum(storage_rows.values()) == 2
+    bike_rows = {p.name: DeltaTable(str(p)).to_pyarrow_table().num_rows for p in (warehouse / "bikes" / "messages").iterdir()}
+    assert bike_rows and sum(bike_rows.values()) > 0 and not set(bike_rows) & set(storage_rows)
+    deadletters = DeltaTable(str(warehouse / "bikes" / "deadletter")).to_pyarrow_table().num_rows
+
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        for prefix in ("bikes", "storage"):  # every record read is in one table of its instance
+            deadletter = instance.get_latest_materialization_event(AssetKey([prefix, "deadletter"]))
+            assert deadletter is not None and deadletter.dagster_event.partition == DAY.isoformat()
+            assert deadletter.asset_materialization.metadata["records_read"].value == (
+                2 if prefix == "storage" else sum(bike_rows.values()) + deadletters)
+        blob = instance.get_latest_materialization_event(
+            AssetKey(["storage", "messages", "Microsoft.Storage", "Microsoft.Storage.BlobCreated"]))
+        assert blob.asset_materialization.metadata["dagster/partition_row_count"].value == 1
