@@ -238,7 +238,7 @@ def _launch_and_look(tmp_path):
     from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
     import catalake.definitions
-    from catalake.cli.run_command import Launcher
+    from catalake.cli.launching import Launcher
 
     with instance_for_test() as instance:
         defs = importlib.reload(catalake.definitions).defs  # the code location, as `catalake run` takes it

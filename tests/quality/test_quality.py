@@ -272,7 +272,7 @@ def test_catalake_validate_runs_gx_on_the_stored_partitions(seeded, monkeypatch,
     assert re.search(r"messages/bikeshare_rides__ridestarted\s+8\s+\d+\s+0\s+1\s+data.rider_id:format \(2\)", out), out
 
 
-def test_validate_job_records_gx_outcomes_as_observations(seeded):
+def test_validate_job_records_gx_outcomes_as_check_evaluations(seeded):
     from catalake.location import build_definitions
     from catalake.platform.config import Settings
 
@@ -282,7 +282,11 @@ def test_validate_job_records_gx_outcomes_as_observations(seeded):
     run = definitions.resolve_job_def("validate_job").execute_in_process(
         instance=DagsterInstance.ephemeral(), partition_key=DAY.isoformat())
     assert run.success
-    observed = {e.asset_key.to_user_string(): e.asset_observation_data.asset_observation.metadata
-                for e in run.all_events if e.event_type_value == "ASSET_OBSERVATION"}
-    assert observed[RIDE_STARTED]["gx_validation"].value == "failed"  # the WARN uuid format, on two kept rows
-    assert observed[RIDE_STARTED]["failed_error"].value == 0 and observed[ORDER]["gx_validation"].value == "passed"
+    evaluated = {e.asset_key.to_user_string(): e.event_specific_data
+                 for e in run.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    started, order = evaluated[RIDE_STARTED], evaluated[ORDER]
+    assert (started.check_name, started.partition) == ("expectations", DAY.isoformat())
+    assert not started.passed and started.severity.value == "WARN"  # the WARN uuid format, on two kept rows
+    assert started.metadata["failed_error"].value == 0 and started.metadata["failed_warn"].value == 1
+    assert started.metadata["table"].value == "messages/bikeshare_rides__ridestarted"
+    assert order.passed and order.metadata["rows_stored"].value > 0

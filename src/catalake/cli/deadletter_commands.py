@@ -3,13 +3,13 @@ and the dead letters of days matched again against the current catalog."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from catalake.display import text_table
 from catalake.platform.config import Settings
 
 from . import usage
-from .context import Context
 
 
 def drift(args) -> int:
@@ -30,15 +30,26 @@ def drift(args) -> int:
 
 
 def replay(args) -> int:
-    """Re-match the dead letters of a range of days against the current catalog."""
-    from catalake.platform.runs.replay import replay_partition
+    """Re-match the dead letters of a range of days against the current catalog: one run of
+    `replay_job` a day, recorded in the Dagster instance (DAGSTER_HOME), each after the day's
+    runs in progress."""
+    from .launching import check_catalog, command_tags, failure, launcher
 
-    context = Context.from_env("catalake-replay")
+    settings = Settings.from_env()
     days = usage.days(args)
-    rows = []
-    for day in days:
-        result = replay_partition(context.spark, context.store, context.tables, day)
-        moves = sorted(result.moved.items()) or [("nothing moved", 0)]
-        rows += [[day.isoformat(), result.deadletters, move, n] for move, n in moves]
-    print(text_table(["day", "dead letters", "moved (reason -> table)", "rows"], rows))
-    return 0
+    check_catalog(settings)
+    rows, status = [], 0
+    with launcher(settings) as (runs, _):
+        for day in days:
+            run = runs.run("replay_job", day.isoformat(), tags=command_tags("catalake replay"))
+            if not run.success:
+                print(f"{day}: replay run {run.run_id} failed: {failure(run)}", file=sys.stderr)
+                status = 1
+                continue
+            observed = [e.event_specific_data.asset_observation for e in run.all_events
+                        if e.event_type_value == "ASSET_OBSERVATION"]
+            summary = observed[-1].metadata
+            moves = sorted(summary["moved"].value.items()) or [("nothing moved", 0)]
+            rows += [[day.isoformat(), summary["replayed_dead_letters"].value, move, n, run.run_id] for move, n in moves]
+    print(text_table(["day", "dead letters", "moved (reason -> table)", "rows", "run"], rows))
+    return status

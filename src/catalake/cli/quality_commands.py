@@ -9,27 +9,37 @@ from catalake.display import text_table
 from catalake.platform.config import Settings
 
 from . import usage
-from .context import Context
 
 
 def validate(args) -> int:
-    """GX's own checkpoint on stored partitions: exit 1 when a stored row breaks an ERROR expectation."""
-    from catalake.platform.quality.referee import Validator, validate_stored
+    """GX's own checkpoint on a day's stored partitions, as a run of `validate_job` recorded in the
+    Dagster instance (each table's result an `expectations` check evaluation): exit 1 when a
+    stored row breaks an ERROR expectation."""
+    from .launching import check_catalog, command_tags, failure, launcher
 
-    context = Context.from_env("catalake-validate")
+    settings = Settings.from_env()
     day = usage.date(args.date, "--date")
-    outcomes = validate_stored(context.spark, context.store, context.tables, day, args.table or None,
-                               Validator(context.settings.local))
-    if args.table and not outcomes:
+    check_catalog(settings)
+    with launcher(settings) as (runs, _):
+        run = runs.run("validate_job", day.isoformat(), tags=command_tags("catalake validate"),
+                       run_config={"ops": {"validate_stored_partition": {"config": {"tables": list(args.table or [])}}}})
+    evaluations = [e.event_specific_data for e in run.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    if not run.success and not evaluations:
+        print(f"{day}: validation run {run.run_id} failed: {failure(run)}", file=sys.stderr)
+        return 1
+    if args.table and not evaluations:
         print(f"no stored partition {day} for {', '.join(args.table)}", file=sys.stderr)
         return 1
     rows = []
-    for name, outcome in sorted(outcomes.items()):
-        failed = [o for o in outcome.outcomes if not o.success]
-        rows.append([name, outcome.rows, len(outcome.outcomes), len(outcome.errors), len(outcome.warnings),
-                     "; ".join(f"{o.id or o.type} ({o.unexpected_count})" for o in failed) or "-"])
+    for evaluation in sorted(evaluations, key=lambda e: e.metadata["table"].value):
+        m = evaluation.metadata
+        failed = [o for o in m["details"].value if not o.get("success")]
+        rows.append([m["table"].value, m["rows_stored"].value, m["expectations"].value, m["failed_error"].value,
+                     m["failed_warn"].value,
+                     "; ".join(f"{o.get('id') or o.get('type')} ({o.get('unexpected_count')})" for o in failed) or "-"])
     print(text_table(["table", "rows", "expectations", "failed ERROR", "failed WARN", "failed"], rows))
-    return 1 if any(o.errors for o in outcomes.values()) else 0
+    print(f"run {run.run_id}: each table's result is its `expectations` check in the Dagster UI", file=sys.stderr)
+    return 0 if run.success else 1
 
 
 def docs(args) -> int:

@@ -11,7 +11,7 @@ from catalake.platform.config import Settings
 
 from . import usage
 from .context import Context
-from .usage import UsageError
+from .launching import check_catalog, command_tags, failure
 
 
 def _start_spark(settings: Settings) -> None:
@@ -82,77 +82,25 @@ def _not_partitions(settings: Settings, days) -> str | None:
             f"days from CATALAKE_START_DATE ({start_date(settings)}) that have ended: {span}")
 
 
-def _check_catalog(settings: Settings) -> None:
-    """A catalog that cannot be used fails before any run, in one line naming its first problem."""
-    try:
-        Context(settings).tables
-    except CatalogError as exc:
-        first = str(exc.problems[0]) if exc.problems else str(exc)
-        raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
-                         f"{' '.join(map(str, settings.catalog))}` lists them): {first}") from None
-
-
-def _first_cause(error) -> str:
-    """The innermost error's message, on one line (Dagster wraps a step's error in its own)."""
-    while error.cause is not None:
-        error = error.cause
-    lines = [line for line in error.message.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else error.cls_name or "error"
-
-
 def run(args) -> int:
     """Materialize the catalog, then per partition a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
-    from catalake.instance import dagster_instance, runs_of_code_location
-    from catalake.location import build_definitions
     from catalake.platform.landing.listing import check_root
+
+    from .launching import launcher
 
     days = usage.days(args)
     settings = Settings.from_env()
     check_root(settings.landing)  # an unreachable landing fails here, in one line
-    _check_catalog(settings)
+    check_catalog(settings)
     outside = _not_partitions(settings, days)
     if outside:
         print(outside, file=sys.stderr)
         return 2
     if _needs_spark(settings, days, args.incremental):
         _start_spark(settings)
-    instance = dagster_instance()
-    if args.no_analytics:
-        defs = build_definitions(settings, analytics=False)
-    else:  # the code location itself: runs of its very jobs (same snapshots as the UI's)
-        from catalake.definitions import defs
-    with runs_of_code_location(instance):  # the UI can re-execute them
-        return _run_days(args, settings, Launcher(defs, instance, from_location=not args.no_analytics), instance, days)
-
-
-class Launcher:
-    """Runs of the definitions' jobs in this process. With a persistent instance and the code
-    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
-    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot;
-    otherwise `execute_in_process` (the UI then warns that the loaded job may differ)."""
-
-    def __init__(self, defs, instance, from_location: bool):
-        self.defs, self.instance = defs, instance
-        self.from_location = from_location and instance.is_persistent
-
-    def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None):
-        if not self.from_location:
-            return self.defs.resolve_job_def(job).execute_in_process(
-                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
-                asset_selection=asset_selection)
-        import os
-
-        from dagster import build_reconstructable_job, execute_job
-
-        from catalake.instance import CODE_MODULE
-
-        job_def = self.defs.resolve_job_def(job)
-        if partition is not None:
-            tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
-        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
-                                                    reconstructor_working_directory=os.getcwd())
-        return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False, asset_selection=asset_selection)
+    with launcher(settings, location=not args.no_analytics) as (runs, instance):
+        return _run_days(args, settings, runs, instance, days)
 
 
 def _run_days(args, settings: Settings, launcher, instance, days) -> int:
@@ -162,8 +110,7 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
     from catalake.defs.event_assets import INCREMENTAL_TAG
     from catalake.defs.jobs import DAILY_SELECTION
 
-    # the UI shows where a run came from: these runs are launched in this process, not by the daemon
-    cli_tags = {"catalake/launched_by": "catalake run", "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
+    cli_tags = command_tags("catalake run")
     catalog_seconds = 0.0
     if _catalog_current(instance, settings):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
@@ -188,9 +135,7 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
                          if k in materialization.metadata}
                 catalog_seconds = 0.0  # counted with the first day only
         if not run.success or result is None:
-            errors = [e.step_failure_data.error for e in run.get_step_failure_events() if e.step_failure_data.error]
-            cause = _first_cause(errors[0]) if errors else "see the Dagster UI"
-            print(f"{day}: run {run.run_id} failed: {uris.redact(cause)}", file=sys.stderr)
+            print(f"{day}: run {run.run_id} failed: {failure(run)}", file=sys.stderr)
             status = 1
             continue
         if not args.no_analytics:

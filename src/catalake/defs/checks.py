@@ -52,13 +52,41 @@ def _example(example) -> str:
     return str(example)
 
 
-def check_evaluation(key: AssetKey, outcome, partition: str | None, target=None) -> AssetCheckEvaluation:
+def check_evaluation(key: AssetKey, outcome, partition: str | None, target=None, **metadata) -> AssetCheckEvaluation:
     """The check result as an event of the partition (the run that computes it need not select
     the check, see event_assets.py), tied to the materialization it checks (`target`)."""
     result = check_result(key, outcome)
-    return AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=result.passed, metadata=result.metadata,
+    return AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=result.passed,
+                                metadata={**result.metadata, **metadata},
                                 severity=result.severity, description=result.description, partition=partition,
                                 target_materialization_data=target, blocking=True)
+
+
+def check_targets(instance, run_id: str | None, partition: str, keys: list[AssetKey]) -> dict:
+    """The materialization of each key's partition a check evaluation is tied to (what Dagster
+    looks up itself for a yielded check result): the one this run just stored, or with `run_id`
+    None the latest of any run (a validation of stored rows). One query for all keys; a key
+    materialized since for another partition is looked up on its own."""
+    from dagster import AssetRecordsFilter
+
+    # not exported by Dagster (1.13): the one way to tie a logged check evaluation to its materialization
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
+
+    targets = {}
+    for record in instance.get_asset_records(keys):
+        last = record.asset_entry.last_materialization_record
+        if last is not None and run_id in (None, last.run_id) and last.partition_key == partition:
+            targets[record.asset_entry.asset_key] = Target(storage_id=last.storage_id, run_id=last.run_id,
+                                                           timestamp=last.timestamp)
+    for key in keys:
+        if key not in targets:
+            found = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
+            if found.records and run_id in (None, found.records[0].run_id):
+                last = found.records[0]
+                targets[key] = Target(storage_id=last.storage_id, run_id=last.run_id, timestamp=last.timestamp)
+    return targets
 
 
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:

@@ -6,6 +6,7 @@ import json
 
 from dagster import (
     AssetExecutionContext,
+    AssetMaterialization,
     AssetObservation,
     DailyPartitionsDefinition,
     MaterializeResult,
@@ -18,7 +19,9 @@ from dagster import (
 
 from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, proposals_document
 from catalake.platform.runs.replay import replay_partition
+from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
+from .event_assets import table_location
 from .names import DEFAULT, Names
 
 DRIFT_DIR = "drift"
@@ -59,15 +62,36 @@ def build_replay_job(partitions_def: DailyPartitionsDefinition, names: Names = D
         required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
     def replay_dead_letters(context: OpExecutionContext) -> None:
         """Re-matches the day's dead letters against the current catalog and moves every record that
-        now matches into its table (the day stays conserved; a second replay moves nothing)."""
+        now matches into its table (the day stays conserved; a second replay moves nothing). Each
+        table it changed is materialized for the day (`rows_moved_in`, and `deadletter`'s
+        `rows_moved_out`); the replay itself is an observation of `deadletter`."""
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
         spark, warehouse = resources.spark, resources.warehouse
         tables = resources.catalog_source.tables()
-        result = replay_partition(spark.session, warehouse.store(spark.session), tables, day, progress=context.log.info)
+        store = warehouse.store(spark.session)
+        result = replay_partition(spark.session, store, tables, day, progress=context.log.info)
         context.log_event(AssetObservation(asset_key=names.deadletter, partition=context.partition_key, metadata={
             "replayed_dead_letters": result.deadletters, "moved_rows": result.moved_rows,
             "moved": MetadataValue.json(result.moved), "conserved": result.conserved}))
+        into: dict[str, int] = {}
+        for move, rows in result.moved.items():
+            table = move.split(" -> ", 1)[1]
+            into[table] = into.get(table, 0) + rows
+        if not into:
+            return
+        stored = result.counts.get("per_table", {})
+        by_name = {t.name: t for t in tables}
+        for name, rows in sorted(into.items()):
+            context.log_event(AssetMaterialization(
+                asset_key=names.message(by_name[name].message), partition=context.partition_key,
+                metadata={"run_kind": "replay", "rows_moved_in": rows, **table_location(store, name),
+                          **({"dagster/partition_row_count": stored[name]} if name in stored else {})}))
+        context.log_event(AssetMaterialization(
+            asset_key=names.deadletter, partition=context.partition_key,
+            metadata={"run_kind": "replay", "rows_moved_out": sum(into.values()),
+                      "moved": MetadataValue.json(result.moved), **table_location(store, DEADLETTER_TABLE),
+                      **({"dagster/partition_row_count": stored[DEADLETTER_TABLE]} if DEADLETTER_TABLE in stored else {})}))
 
     @job(name=names.of("replay_job"), partitions_def=partitions_def,
          description="Re-match one day's dead letters against the current catalog (after adding definitions, e.g. "

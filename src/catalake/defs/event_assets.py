@@ -33,7 +33,7 @@ from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.names import analyst_name
 
-from .checks import check_evaluation, expectation_check_spec, partitioned_check_spec
+from .checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
 from .message_assets import CatalogAtLoad, as_owner, message_specs
 from .metadata import code_version, column_schema
 from .names import DEFAULT, Names
@@ -143,7 +143,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
             reported = report_tables(context, settings, store, tables, written, key_of,
                                      only is None and result.kind == "full", result)
-        targets = materializations_of_run(context.instance, context.run_id, context.partition_key,
+        targets = check_targets(context.instance, context.run_id, context.partition_key,
                                           [key_of[t.name] for t in reported])
         with event_batch(context.instance):
             result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
@@ -278,31 +278,6 @@ def table_location(store, name: str) -> dict:
     """Where a table is, as Dagster's metadata names it: its SQL name and its URI."""
     path = store.path(name)
     return {"dagster/table_name": analyst_name(name), "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
-
-
-def materializations_of_run(instance, run_id: str, partition: str, keys: list[AssetKey]) -> dict:
-    """The materialization this run just stored for each key's partition: the target its check
-    evaluation is tied to (what Dagster looks up itself for a yielded check result). One query for
-    all keys; a key another run materialized since is looked up on its own."""
-    from dagster import AssetRecordsFilter
-
-    # not exported by Dagster (1.13): the one way to tie a logged check evaluation to its materialization
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-        AssetCheckEvaluationTargetMaterializationData as Target,
-    )
-
-    targets = {}
-    for record in instance.get_asset_records(keys):
-        last = record.asset_entry.last_materialization_record
-        if last is not None and last.run_id == run_id and last.partition_key == partition:
-            targets[record.asset_entry.asset_key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
-    for key in keys:
-        if key not in targets:
-            found = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
-            if found.records and found.records[0].run_id == run_id:
-                last = found.records[0]
-                targets[key] = Target(storage_id=last.storage_id, run_id=run_id, timestamp=last.timestamp)
-    return targets
 
 
 def quality_checks(context, warehouse: Path, reported: list, key_of, result, targets: dict) -> float:

@@ -1,0 +1,130 @@
+"""Dagster runs launched by the command line (`catalake run`, `replay`, `validate`): runs of the
+code location's own jobs, recorded in the instance, that wait for any run of the same day.
+
+A run launched here does not go through the instance's run queue (the command waits for its
+result); what the queue guarantees, one run per day at a time (deploy/dagster.yaml), it keeps by
+waiting for the day's runs in progress before it starts, and while it runs the queue holds the
+day's queued runs behind it (the queue counts every run in progress with the day's tag)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+PARTITION_TAG = "dagster/partition"
+POLL_SECONDS = 1.0
+
+
+def runs_in_progress(instance, partition: str) -> list:
+    """The runs of `partition` that are queued, starting, started or being canceled."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    busy = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+            DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+    return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: partition}, statuses=busy)))
+
+
+def wait_for_day(instance, partition: str, say=lambda line: print(line, file=sys.stderr),
+                 timeout: float | None = None) -> None:
+    """Return once no other run of `partition` is in progress (saying which one it waits for)."""
+    waited, named = 0.0, set()
+    while True:
+        busy = runs_in_progress(instance, partition)
+        if not busy:
+            return
+        for run in busy:
+            if run.run_id not in named:
+                named.add(run.run_id)
+                say(f"{partition}: waiting for run {run.run_id} ({run.job_name}, {run.status.value}) of the same day")
+        if timeout is not None and waited >= timeout:
+            raise TimeoutError(f"{partition}: runs of the day still in progress after {timeout:.0f} s")
+        time.sleep(POLL_SECONDS)
+        waited += POLL_SECONDS
+
+
+class Launcher:
+    """Runs of the definitions' jobs in this process. With a persistent instance and the code
+    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
+    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot;
+    otherwise `execute_in_process` (the UI then warns that the loaded job may differ). A run of
+    a day first waits for the day's runs in progress."""
+
+    def __init__(self, defs, instance, from_location: bool):
+        self.defs, self.instance = defs, instance
+        self.from_location = from_location and instance.is_persistent
+
+    def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
+            run_config: dict | None = None):
+        if partition is not None:
+            wait_for_day(self.instance, partition)
+        if not self.from_location:
+            return self.defs.resolve_job_def(job).execute_in_process(
+                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
+                asset_selection=asset_selection, run_config=run_config)
+        from dagster import build_reconstructable_job, execute_job
+
+        from catalake.instance import CODE_MODULE
+
+        job_def = self.defs.resolve_job_def(job)
+        if partition is not None:
+            tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
+        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
+                                                    reconstructor_working_directory=os.getcwd())
+        return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False,
+                           asset_selection=asset_selection, run_config=run_config)
+
+
+def check_catalog(settings) -> None:
+    """A catalog that cannot be used fails before any run, in one line naming its first problem."""
+    from catalake.platform.catalog import CatalogError
+
+    from .context import Context
+    from .usage import UsageError
+
+    try:
+        Context(settings).tables
+    except CatalogError as exc:
+        first = str(exc.problems[0]) if exc.problems else str(exc)
+        raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
+                         f"{' '.join(map(str, settings.catalog))}` lists them): {first}") from None
+
+
+def failure(run) -> str:
+    """Why a run failed, on one line: its step's innermost error (Dagster wraps it in its own)."""
+    from catalake.platform import uris
+
+    errors = [e.step_failure_data.error for e in run.get_step_failure_events() if e.step_failure_data.error]
+    if not errors:
+        return "see the Dagster UI"
+    error = errors[0]
+    while error.cause is not None:
+        error = error.cause
+    lines = [line for line in error.message.strip().splitlines() if line.strip()]
+    return uris.redact(lines[-1] if lines else error.cls_name or "error")
+
+
+def command_tags(command: str) -> dict[str, str]:
+    """What the UI shows of where a run came from: launched in this process, not by the daemon."""
+    return {"catalake/launched_by": command, "catalake/command": " ".join(["catalake", *sys.argv[1:]])[:200]}
+
+
+@contextmanager
+def launcher(settings, location: bool | None = None):
+    """The instance (DAGSTER_HOME, else in memory) and a Launcher of the code location's jobs.
+    `location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
+    analytics; their runs re-executable from the UI); False: of definitions built here without
+    the analytics; None: the code location's when the instance is persistent."""
+    from catalake.instance import dagster_instance, runs_of_code_location
+    from catalake.location import build_definitions
+
+    instance = dagster_instance()
+    if location is None:
+        location = instance.is_persistent
+    if location:
+        from catalake.definitions import defs
+    else:
+        defs = build_definitions(settings, analytics=False)
+    with runs_of_code_location(instance):  # the UI can re-execute them
+        yield Launcher(defs, instance, from_location=location), instance
