@@ -22,6 +22,7 @@ from catalake.defs import (
     build_validate_job,
     daily_partitions,
 )
+from catalake.defs.jobs import build_analytics_job
 from catalake.defs.message_assets import catalog_at_load
 from catalake.defs.names import DEFAULT, SPARK, Names
 from catalake.platform.config import Settings
@@ -34,12 +35,12 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     --no-analytics` does not load them)."""
     settings = settings or Settings.from_env()
     loaded = catalog_at_load(settings)  # read once for every definition built from it
-    partitions = daily_partitions(settings)
+    partitions = daily_partitions(settings, names)
     events = build_events_asset(settings, partitions, loaded, names)
     events_job = build_events_job(partitions, events, names)
-    assets = [build_catalog_asset(names), build_suites_asset(names), events, build_drift_asset(partitions, names)]
+    assets = [build_catalog_asset(names, settings), build_suites_asset(names), events, build_drift_asset(partitions, names)]
     maintenance_job = build_maintenance_job(settings, partitions, names)
-    jobs = [build_catalog_job(names), events_job, build_validate_job(partitions, names),
+    jobs = [build_catalog_job(names, analytics), events_job, build_validate_job(partitions, names),
             build_replay_job(partitions, names), maintenance_job]
     resources = {
         SPARK: spark_resource(settings.spark_master, settings.spark_conf),
@@ -51,13 +52,20 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
         names.of("landing"): LandingZone(path=settings.landing, layout=settings.layout),
     }
     if analytics:
-        from catalake.defs.analytics_assets import build_analytics_job, build_dbt_assets, dbt_cli, dbt_project
+        from catalake.defs.dbt_project_asset import build_dbt_project_asset, manifest_at_load
 
-        project = dbt_project(settings, loaded.tables if loaded.error is None else [])
-        dbt, docs = build_dbt_assets(partitions, project, names), build_data_docs_asset(partitions, names)
-        assets += [dbt, docs]
-        jobs.append(build_analytics_job(partitions, dbt, docs, names))
-        resources[names.of("dbt")] = dbt_cli(project)
+        docs = build_data_docs_asset(partitions, names)
+        assets += [build_dbt_project_asset(settings, names), docs]
+        analytics_assets = [docs]
+        if manifest_at_load(settings, loaded) is not None:  # parsed by a `catalake_job` run: read only
+            from catalake.defs.analytics_assets import build_dbt_assets, dbt_cli, loaded_project
+
+            project = loaded_project(settings)
+            dbt = build_dbt_assets(partitions, project, names)
+            assets.append(dbt)
+            analytics_assets.insert(0, dbt)
+            resources[names.of("dbt")] = dbt_cli(project)
+        jobs.append(build_analytics_job(partitions, analytics_assets, names))
     return Definitions(
         assets=assets,
         jobs=jobs,

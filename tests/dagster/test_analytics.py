@@ -34,9 +34,10 @@ def demo(spark, tmp_path_factory):
     """The demo's two days through the Dagster jobs, as `catalake run` does them."""
     base = tmp_path_factory.mktemp("demo")
     warehouse = base / "warehouse"
-    definitions = build_definitions(Settings(warehouse=warehouse, spark_master="local[2]"))
+    settings = Settings(warehouse=warehouse, spark_master="local[2]")
     instance = DagsterInstance.ephemeral()
-    runs = {"catalog": definitions.resolve_job_def("catalake_job").execute_in_process(instance=instance)}
+    runs = {"catalog": build_definitions(settings).resolve_job_def("catalake_job").execute_in_process(instance=instance)}
+    definitions = build_definitions(settings)  # loaded again, as after the UI's "Reload": with the dbt models
     for day in DAYS:
         runs[f"events {day}"] = definitions.resolve_job_def("events_job").execute_in_process(
             instance=instance, partition_key=day, asset_selection=DAILY_SELECTION)

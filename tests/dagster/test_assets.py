@@ -1,10 +1,11 @@
 """The Dagster code location: definitions load, the catalog asset materializes, bad catalogs fail cleanly."""
 
+import dataclasses
 import json
 import shutil
 
 import pytest
-from dagster import AssetKey, materialize
+from dagster import AssetKey, DagsterInstance, materialize
 
 from catalake.definitions import defs
 from catalake.defs import message_catalog
@@ -32,9 +33,13 @@ def spec_code_versions(repo) -> int:
 def test_definitions_load_one_asset_per_message_definition():
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert {"message_catalog", "expectation_suites", "deadletter", "events_daily", "catalog_coverage"} <= keys
-    # catalog, suites, dead-letter, drift; one per definition; the dbt models; data docs
-    assert len(keys) == 4 + 9 + 5 + 1 and "catalog_drift" in keys
+    assert {"message_catalog", "expectation_suites", "deadletter", "dbt_project", "data_docs"} <= keys
+    # catalog, suites, dead-letter, drift; one per definition; the dbt project, data docs; the dbt
+    # models once a catalake_job run parsed the project (test_loading_writes_nothing_...)
+    models = {"events_daily", "deadletter_daily", "catalog_coverage", "expectation_failures_daily", "ride_lifecycle"}
+    assert keys - models == {k for k in keys if k.startswith("messages/")} | {
+        "message_catalog", "expectation_suites", "deadletter", "catalog_drift", "dbt_project", "data_docs"}
+    assert len(keys - models) == 4 + 9 + 2 and keys & models in (set(), models)
     assert spec_code_versions(repo) == 9  # each message asset has its definition's fingerprint
     assert defs.resolve_job_def("catalake_job") is not None
     spec = repo.asset_graph.get(AssetKey(["messages", "bikeshare.rides.kafka", "bikeshare.rides.kafka.RideStarted"]))
@@ -151,29 +156,46 @@ def test_failed_error_expectations_block():
     assert check_result(key, SuiteOutcome("m", 10, [fine])).passed
 
 
-def test_loading_the_same_catalog_again_writes_nothing(tmp_path):
-    """The code location is loaded by the webserver, the daemon and every run worker: after the
-    first load of a catalog, a load of the same catalog changes no file (the specs snapshot is
-    rewritten only when the catalog changed), and an invalid catalog still shows the last valid
-    one's message assets."""
-    settings = Settings(catalog=(DEMO_CATALOG,), warehouse=tmp_path / "wh", landing=tmp_path / "landing",
-                        start_date="2026-11-01")
-    (tmp_path / "landing").mkdir()
+def test_loading_writes_nothing_and_reads_what_the_catalog_run_kept(tmp_path, monkeypatch):
+    """The code location is loaded by the webserver, the daemon and every run worker: a load
+    creates no file (no dbt project, no parse, no specs snapshot), before and after a
+    `catalake_job` run. That run keeps what the next loads read: the dbt project's manifest (the
+    analytics models appear), the message specs (shown while the catalog is invalid) and the
+    landing's first day (the first partition, with no listing at load)."""
+    monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
+    landing = tmp_path / "landing"
+    (landing / "2026-11-03").mkdir(parents=True)
+    settings = Settings(catalog=(DEMO_CATALOG,), warehouse=tmp_path / "wh", landing=landing)
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
 
-    def messages(defs) -> set[str]:
+    def keys(defs, first: str) -> set[str]:
         return {k.to_user_string() for k in defs.get_repository_def().asset_graph.get_all_asset_keys()
-                if k.path[0] == "messages"}
+                if k.path[0] == first}
 
     def files() -> dict:
-        return {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+        return {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
 
-    valid = messages(build_definitions(settings, analytics=False))
-    first = files()
-    assert len(valid) == 9 and any(p.name == "specs.json" for p in first)
-    assert messages(build_definitions(settings, analytics=False)) == valid
-    assert files() == first
-    invalid = build_definitions(Settings(catalog=(bad,), warehouse=tmp_path / "wh", landing=tmp_path / "landing",
-                                         start_date="2026-11-01"), analytics=False)
-    assert messages(invalid) == valid and files() == first
+    before = files()
+    defs = build_definitions(settings)
+    assert files() == before  # nothing written, not even the warehouse folder
+    assert len(keys(defs, "messages")) == 9 and keys(defs, "events_daily") == set()  # no manifest yet: no dbt model
+    assert defs.resolve_job_def("events_job").partitions_def.get_first_partition_key() == "2026-11-03"  # listed
+    assert keys(build_definitions(dataclasses.replace(settings, catalog=(bad,))), "messages") == set()  # none kept
+    assert files() == before
+
+    run = defs.resolve_job_def("catalake_job").execute_in_process(instance=DagsterInstance.ephemeral())
+    assert run.success
+    (kept,) = run.asset_materializations_for_node("message_catalog")
+    assert kept.metadata["landing_first_day"].value == "2026-11-03" and kept.metadata["specs_kept"].value == "written"
+    (project,) = run.asset_materializations_for_node("dbt_project")
+    assert "events_daily" in project.metadata["models"].value
+
+    (landing / "2026-11-01").mkdir()  # an earlier day lands: the loads keep the run's first day
+    after = files()
+    defs = build_definitions(settings)
+    assert files() == after
+    assert keys(defs, "events_daily") == {"events_daily"} and defs.resolve_job_def("analytics_job")
+    assert defs.resolve_job_def("events_job").partitions_def.get_first_partition_key() == "2026-11-03"
+    invalid = build_definitions(dataclasses.replace(settings, catalog=(bad,)), analytics=False)
+    assert keys(invalid, "messages") == keys(defs, "messages") and files() == after

@@ -55,6 +55,15 @@ class Launcher:
         self.defs, self.instance = defs, instance
         self.from_location = from_location and instance.is_persistent
 
+    def reload(self) -> None:
+        """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
+        the dbt models its `dbt_project` parsed (a load reads them, it does not prepare them)."""
+        import importlib
+
+        location = sys.modules.get("catalake.definitions")
+        if location is not None and self.defs is location.defs:
+            self.defs = importlib.reload(location).defs
+
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
             run_config: dict | None = None):
         if partition is not None:

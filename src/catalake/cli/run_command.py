@@ -40,9 +40,10 @@ def _needs_spark(settings: Settings, days, incremental: bool) -> bool:
     return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > limit for day in days)
 
 
-def _catalog_current(instance, settings: Settings) -> bool:
+def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     """Whether `message_catalog` was last materialized from this very catalog (same definitions,
-    same derived schemas) into this warehouse, whose tables and suites are still there."""
+    same derived schemas) into this warehouse, whose tables and suites (and with the analytics,
+    the parsed dbt project) are still there."""
     from dagster import AssetKey
     from deltalake import DeltaTable
 
@@ -63,6 +64,11 @@ def _catalog_current(instance, settings: Settings) -> bool:
     except CatalogError:
         return False
     suites = settings.local / SUITES_DIR
+    if analytics:
+        from catalake.defs.dbt_project_asset import manifest_path
+
+        if not manifest_path(settings).exists():
+            return False
     return (stored.value == catalog_fingerprint(tables)
             and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
             and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
@@ -71,7 +77,6 @@ def _catalog_current(instance, settings: Settings) -> bool:
 def _not_partitions(settings: Settings, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
     from catalake.defs.event_assets import daily_partitions
-    from catalake.platform.landing.listing import start_date
 
     keys = daily_partitions(settings).get_partition_keys()
     outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
@@ -79,7 +84,7 @@ def _not_partitions(settings: Settings, days) -> str | None:
         return None
     span = f"{keys[0]} to {keys[-1]}" if keys else "none yet"
     return (f"not a partition: {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''}; the partitions are the "
-            f"days from CATALAKE_START_DATE ({start_date(settings)}) that have ended: {span}")
+            f"days from CATALAKE_START_DATE (else the landing's first day) that have ended: {span}")
 
 
 def run(args) -> int:
@@ -112,7 +117,7 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
 
     cli_tags = command_tags("catalake run")
     catalog_seconds = 0.0
-    if _catalog_current(instance, settings):
+    if _catalog_current(instance, settings, analytics=not args.no_analytics):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
         clock = time.perf_counter()
@@ -120,6 +125,7 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
         if not catalog_run.success:
             print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
             return 1
+        launcher.reload()  # what the run kept for loads: the dbt project's models, the first day
         catalog_seconds = round(time.perf_counter() - clock, 3)
     status = 0
     for day in days:

@@ -1,7 +1,8 @@
 """The catalog's dbt project as Dagster assets: every model downstream of the per-message assets
 (sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt var `partition`,
 dbt tests as asset checks. The project is the repository's `dbt_project/` with the configured
-catalog's sources, prepared under the warehouse (platform/warehouse/dbt_sources.py)."""
+catalog's sources, prepared under the warehouse (platform/warehouse/dbt_sources.py) by a run of
+the `dbt_project` asset (dbt_project_asset.py), whose manifest the code location loads."""
 
 import json
 import os
@@ -11,7 +12,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetKey, AssetSelection, DailyPartitionsDefinition, define_asset_job
+from dagster import AssetExecutionContext, AssetKey, DailyPartitionsDefinition
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
@@ -104,7 +105,7 @@ class Translator(DagsterDbtTranslator):
 def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject, names: Names = DEFAULT):
 
     @dbt_assets(
-        manifest=ensure_manifest(project),
+        manifest=project.manifest_path,  # parsed by a run of the `dbt_project` asset, read here
         project=project,
         partitions_def=partitions_def,
         dagster_dbt_translator=Translator(names),
@@ -134,10 +135,6 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
     return analytics
 
 
-def build_analytics_job(partitions_def: DailyPartitionsDefinition, analytics, data_docs, names: Names = DEFAULT):
-    return define_asset_job(
-        names.of("analytics_job"),
-        selection=AssetSelection.assets(analytics, data_docs),
-        partitions_def=partitions_def,
-        description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
-    )
+def loaded_project(settings: Settings) -> DbtProject:
+    """The project a `dbt_project` run prepared, as the code location loads it (nothing written)."""
+    return DbtProject(project_dir=settings.dbt_dir, profiles_dir=settings.dbt_dir)

@@ -1,6 +1,8 @@
 """The message catalog itself, materialized as the Delta table `catalog/messages`."""
 
 
+import dataclasses
+
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
 import catalake.platform.catalog
@@ -10,6 +12,7 @@ import catalake.platform.warehouse.evolution
 import catalake.platform.warehouse.message_tables
 from catalake.display import catalog_rows, markdown_table
 from catalake.platform.catalog import CatalogError
+from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.warehouse.evolution import EvolutionError
 from catalake.platform.warehouse.message_tables import (
@@ -20,6 +23,8 @@ from catalake.platform.warehouse.message_tables import (
     table_fingerprint,
 )
 
+from .load_state import keep_first_day, keep_specs
+from .message_assets import CatalogAtLoad, message_specs
 from .metadata import code_version, column_schema
 from .names import DEFAULT, Names
 
@@ -53,8 +58,10 @@ def _changes_markdown(changes: dict[str, list[str]]) -> str:
     return "\n".join(lines) or "no definition changed since the previous materialization"
 
 
-def build_catalog_asset(names: Names = DEFAULT):
-    """The `message_catalog` asset of one instance (its key, group and resources named by `names`)."""
+def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None):
+    """The `message_catalog` asset of one instance (its key, group and resources named by `names`;
+    the owners and landing its specs and first day are kept with, from `settings`)."""
+    settings = settings or Settings()
 
     @asset(key=names.catalog, group_name=names.group_of("catalog"), kinds={"spark", "delta"}, tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"),
@@ -74,7 +81,9 @@ def build_catalog_asset(names: Names = DEFAULT):
         remove or tighten a column, fails with every problem and leaves all tables untouched.
         Its metadata lists the definitions added, changed (definition or derived schema) and
         removed since its previous materialization; each message asset's code version is that
-        fingerprint, so the UI marks exactly the tables a catalog change affects.
+        fingerprint, so the UI marks exactly the tables a catalog change affects. It keeps the
+        message specs and the landing zone's first day for the code location's next loads
+        (shown while the catalog is invalid; the first daily partition), which read them.
         """
         resources = names.resources(context)
         catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
@@ -97,6 +106,10 @@ def build_catalog_asset(names: Names = DEFAULT):
         except EvolutionError as exc:
             raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
         result = write_catalog_table(store, catalog)
+        kept = dataclasses.replace(settings, warehouse=warehouse.path, local_dir=warehouse.local)
+        specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
+        specs_written = keep_specs(kept, names, specs, catalog_fingerprint(tables))
+        first_day = keep_first_day(kept, names)
         fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
         changes = definition_changes(_previous_fingerprints(context), fingerprints)
         headers, rows = catalog_rows(catalog)
@@ -120,6 +133,8 @@ def build_catalog_asset(names: Names = DEFAULT):
                 "changed": len(result["changed"]),
                 "removed": len(result["removed"]),
                 "storage_backend": store.backend,
+            "specs_kept": "written" if specs_written else "unchanged",
+            "landing_first_day": first_day or "none (no day in the landing zone yet)",
                 "groups": len({m.group_id for m in catalog}),
                 "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
                 "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),

@@ -25,7 +25,6 @@ from catalake.eventlog import event_batch
 from catalake.platform import layouts, uris
 from catalake.platform.catalog import CatalogError
 from catalake.platform.config import Settings
-from catalake.platform.landing.listing import start_date
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.increment import classify_increment
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
@@ -34,6 +33,7 @@ from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.names import analyst_name
 
 from .checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
+from .load_state import start_date_at_load
 from .message_assets import CatalogAtLoad, as_owner, message_specs
 from .metadata import code_version, column_schema
 from .names import DEFAULT, Names
@@ -41,8 +41,10 @@ from .names import DEFAULT, Names
 DEADLETTER_KEY = DEFAULT.deadletter
 
 
-def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
-    return DailyPartitionsDefinition(start_date=start_date(settings))
+def daily_partitions(settings: Settings, names: Names = DEFAULT) -> DailyPartitionsDefinition:
+    """A partition a day from the first (load_state.start_date_at_load: no listing at load once
+    `catalake_job` ran)."""
+    return DailyPartitionsDefinition(start_date=start_date_at_load(settings, names))
 
 
 def deadletter_spec(settings: Settings, catalog_error: str | None = None, names: Names = DEFAULT) -> AssetSpec:

@@ -4,12 +4,15 @@ from .event_assets import DEADLETTER_KEY
 from .names import DEFAULT, Names
 
 
-def build_catalog_job(names: Names = DEFAULT):
+def build_catalog_job(names: Names = DEFAULT, analytics: bool = False):
+    """The catalog's run: with the analytics, the dbt project too (its manifest is what the code
+    location's dbt assets are loaded from)."""
     return define_asset_job(
         names.of("catalake_job"),
-        selection=AssetSelection.assets(names.catalog, names.key("expectation_suites")),
+        selection=AssetSelection.assets(names.catalog, names.key("expectation_suites"),
+                                        *([names.key("dbt_project")] if analytics else [])),
         description="Materialize the catalog table, create or evolve every per-message table, and write the "
-        "expectation suites.",
+        "expectation suites" + (" and the dbt project." if analytics else "."),
     )
 
 
@@ -32,4 +35,13 @@ def build_events_job(partitions_def, events_asset, names: Names = DEFAULT):
         "one step. The schedule, the sensor and `catalake run` select `deadletter`: the step writes the whole day "
         "and reports the materialization and `expectations` check of every message table it writes. Selecting "
         "message tables re-classifies the day for those tables only.",
+    )
+
+
+def build_analytics_job(partitions_def, assets: list, names: Names = DEFAULT):
+    return define_asset_job(
+        names.of("analytics_job"),
+        selection=AssetSelection.assets(*assets),
+        partitions_def=partitions_def,
+        description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
     )

@@ -1,17 +1,13 @@
 """One asset per message definition: its Delta table under `messages/`.
 
-The specs of the last valid catalog are kept (`<local>/catalog/specs.json`): while the catalog is
-invalid the UI keeps showing its message assets, each saying what is wrong, instead of assets
-without a group or a description."""
+The specs of the last valid catalog `catalake_job` materialized are kept (load_state.py): while the
+catalog is invalid the UI keeps showing its message assets, each saying what is wrong, instead of
+assets without a group or a description."""
 
-import hashlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
-from dagster import AssetKey, AssetSpec, MetadataValue, deserialize_value, serialize_value
+from dagster import AssetKey, AssetSpec, MetadataValue
 
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
@@ -22,17 +18,16 @@ from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
 from catalake.platform.warehouse.message_tables import (
     MessageTable,
-    catalog_fingerprint,
     message_table,
     message_tables,
     table_fingerprint,
 )
 
+from .load_state import last_valid_specs
 from .metadata import column_schema
 from .names import DEFAULT, Names
 
 CATALOG_KEY = DEFAULT.catalog
-SPECS_FORMAT = 1  # the specs snapshot's layout (_plain): a new one is written when it changes
 
 
 def fed_by(names: Names) -> str:
@@ -146,15 +141,14 @@ def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None,
     """Specs for the configured catalog as it is when the code location loads (`loaded`, read
     here when not given), and what is wrong with it (None when it is valid).
 
-    An invalid catalog gives the specs of the last valid one, each description saying what is
-    wrong (the code location still loads; the runs fail until the catalog is fixed)."""
+    An invalid catalog gives the specs of the last valid one `catalake_job` materialized, each
+    description saying what is wrong (the code location still loads; the runs fail until the
+    catalog is fixed)."""
     loaded = loaded if loaded is not None else catalog_at_load(settings)
     if loaded.error is not None:
-        return [_flagged(spec, loaded.error) for spec in _last_valid(settings, names)], loaded.error
+        return [_flagged(spec, loaded.error) for spec in last_valid_specs(settings, names)], loaded.error
     tables = loaded.by_xid
-    specs = [message_spec(m, loaded.catalog, settings, tables[m.xid], names) for m in loaded.catalog]
-    _keep(settings, specs, catalog_fingerprint(loaded.tables), names)
-    return specs, None
+    return [message_spec(m, loaded.catalog, settings, tables[m.xid], names) for m in loaded.catalog], None
 
 
 def catalog_error(exc: CatalogError) -> str:
@@ -169,46 +163,3 @@ def _flagged(spec: AssetSpec, error: str) -> AssetSpec:
             "(materialize `message_catalog` for every problem).")
     return spec.replace_attributes(description=f"{note}\n\n{spec.description}",
                                    metadata={**spec.metadata, "catalog_error": error})
-
-
-def _snapshot(settings: Settings, names: Names) -> Path:
-    """One per instance: two prefixes over one warehouse keep their own keys."""
-    return settings.local / "catalog" / ".".join(["specs", *names.prefix, "json"])
-
-
-def _keep(settings: Settings, specs: list[AssetSpec], fingerprint: str, names: Names) -> None:
-    """Keep the specs of this valid catalog, written only when they changed (atomically: the
-    webserver, the daemon and run workers load the code location at once). What they were made
-    from (the catalog's fingerprint and the settings they name) is kept beside them: a load of
-    the same catalog reads that line and writes nothing."""
-    path = _snapshot(settings, names)
-    made_from = hashlib.sha256(
-        f"{fingerprint}|{settings.warehouse}|{settings.owners}|{names}|{SPECS_FORMAT}".encode()).hexdigest()
-    stamp = path.with_suffix(".from")
-    try:
-        if path.exists() and stamp.exists() and stamp.read_text() == made_from:
-            return
-        text = serialize_value([_plain(spec) for spec in specs])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for target, content in ((path, text), (stamp, made_from)):
-            with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
-                out.write(content)
-            os.replace(out.name, target)
-    except OSError:
-        pass  # a read-only place: the UI then shows no message assets while the catalog is invalid
-
-
-def _last_valid(settings: Settings, names: Names) -> list[AssetSpec]:
-    try:
-        plain = deserialize_value(_snapshot(settings, names).read_text())
-    except Exception:  # noqa: BLE001 - none yet, or unreadable (another version wrote it): no specs
-        return []
-    return [AssetSpec(key=AssetKey(p["key"]), description=p["description"], group_name=p["group"], kinds=set(p["kinds"]),
-                      deps=[names.catalog], metadata=p["metadata"], tags=p["tags"], owners=p["owners"],
-                      code_version=p["code_version"], skippable=True) for p in plain]
-
-
-def _plain(spec: AssetSpec) -> dict:
-    return {"key": list(spec.key.path), "description": spec.description, "group": spec.group_name,
-            "kinds": sorted(spec.kinds), "metadata": dict(spec.metadata), "tags": dict(spec.tags),
-            "owners": list(spec.owners), "code_version": spec.code_version}

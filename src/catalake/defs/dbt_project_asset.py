@@ -1,0 +1,64 @@
+"""The catalog's dbt project as an asset of `catalake_job`: a run prepares it (its `sources.yml`
+from the catalog) and parses it into `target/manifest.json`; the code location builds its dbt
+assets from that manifest when it loads, and writes or parses nothing then.
+
+Kept apart from analytics_assets.py, which imports dagster-dbt (3 s): a load before the first
+`catalake_job` run has no manifest, hence no dbt assets to build."""
+
+import json
+import os
+from pathlib import Path
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from catalake.platform.config import Settings
+
+from .message_assets import CatalogAtLoad
+from .names import DEFAULT, Names
+
+DBT_PROJECT = "dbt_project"
+
+
+def manifest_path(settings: Settings) -> Path:
+    return settings.dbt_dir / "target" / "manifest.json"
+
+
+def manifest_at_load(settings: Settings, loaded: CatalogAtLoad) -> Path | None:
+    """The manifest the dbt assets are built from, None before the first `catalake_job` run.
+
+    Under `dagster dev` the project is prepared and parsed as the code location loads, as
+    dagster-dbt's `DbtProject.prepare_if_dev` does: a person editing models sees them at once."""
+    if os.environ.get("DAGSTER_IS_DEV_CLI"):
+        from .analytics_assets import dbt_project, ensure_manifest
+
+        ensure_manifest(dbt_project(settings, loaded.tables if loaded.error is None else []))
+    path = manifest_path(settings)
+    return path if path.exists() else None
+
+
+def build_dbt_project_asset(settings: Settings, names: Names = DEFAULT):
+    @asset(key=names.key(DBT_PROJECT), group_name=names.group_of("analytics"), kinds={"dbt"}, deps=[names.catalog],
+           tags={"layer": "analytics"}, required_resource_keys=names.resource_keys("catalog_source"))
+    def dbt_project(context: AssetExecutionContext) -> MaterializeResult:
+        """The catalog's dbt project: the generic models with a `sources.yml` naming every message
+        table (and the dead-letter and catalog tables), prepared under the warehouse's `dbt/`
+        (only changed files rewritten) and parsed into `target/manifest.json`. The code location
+        builds its dbt assets from that manifest when it loads: after the first materialization,
+        or one that changed the sources, reload the code location to see the models as they are
+        now (`dagster dev` prepares the project as it loads)."""
+        from .analytics_assets import dbt_project as prepare
+        from .analytics_assets import ensure_manifest
+
+        tables = names.resources(context).catalog_source.tables()
+        project = prepare(settings, tables)
+        manifest = ensure_manifest(project)
+        nodes = json.loads(manifest.read_text())
+        models = sorted(n["name"] for n in nodes["nodes"].values() if n["resource_type"] == "model")
+        return MaterializeResult(metadata={
+            "path": MetadataValue.path(str(project.project_dir)),
+            "manifest": MetadataValue.path(str(manifest)),
+            "sources": len(nodes["sources"]),
+            "models": MetadataValue.md("\n".join(f"- `{m}`" for m in models)),
+        })
+
+    return dbt_project
