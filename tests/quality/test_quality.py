@@ -282,7 +282,7 @@ def test_validate_job_records_gx_outcomes_as_check_evaluations(seeded):
     run = definitions.resolve_job_def("validate_job").execute_in_process(
         instance=DagsterInstance.ephemeral(), partition_key=DAY.isoformat())
     assert run.success
-    evaluated = {e.asset_key.to_user_string(): e.event_specific_data
+    evaluated = {e.event_specific_data.asset_key.to_user_string(): e.event_specific_data
                  for e in run.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
     started, order = evaluated[RIDE_STARTED], evaluated[ORDER]
     assert (started.check_name, started.partition) == ("expectations", DAY.isoformat())

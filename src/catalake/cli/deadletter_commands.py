@@ -50,6 +50,7 @@ def replay(args) -> int:
                         if e.event_type_value == "ASSET_OBSERVATION"]
             summary = observed[-1].metadata
             moves = sorted(summary["moved"].value.items()) or [("nothing moved", 0)]
-            rows += [[day.isoformat(), summary["replayed_dead_letters"].value, move, n, run.run_id] for move, n in moves]
-    print(text_table(["day", "dead letters", "moved (reason -> table)", "rows", "run"], rows))
+            rows += [[day.isoformat(), summary["replayed_dead_letters"].value, move, n] for move, n in moves]
+            print(f"{day}: replay run {run.run_id}", file=sys.stderr)
+    print(text_table(["day", "dead letters", "moved (reason -> table)", "rows"], rows))
     return status
