@@ -14,9 +14,18 @@ the environment's setting (CATALAKE_CATALOG, CATALAKE_LANDING, ...; see `catalak
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 from dagster import Definitions
-from dagster.components import Component, ComponentLoadContext, Resolvable, Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components import (
+    Component,
+    ComponentLoadContext,
+    Resolvable,
+    Resolver,
+    Scaffolder,
+    ScaffoldRequest,
+    scaffold_with,
+)
 
 from catalake.defs.names import Names
 from catalake.location import build_definitions
@@ -64,17 +73,35 @@ class CatalakeComponent(Component, Resolvable):
     project's. Instances of one project share the `spark` resource: give `spark_conf` on one of
     them, or the same on each."""
 
-    catalog: str | list[str] | None = None
-    landing: str | None = None
-    landing_layout: str | None = None
-    warehouse: str | None = None
-    key_prefix: str | list[str] | None = None
-    group_name: str | None = None
-    spark_conf: dict[str, str] | None = None
-    owners: list[str] | None = None
-    start_date: str | None = None
-    local_dir: str | None = None
-    analytics: bool = True
+    catalog: Annotated[str | list[str] | None, Resolver.default(
+        description="The xRegistry catalog: a file or a folder, or a list of them (default: CATALAKE_CATALOG)",
+        examples=["{{ project_root }}/catalogs/payments"])] = None
+    landing: Annotated[str | None, Resolver.default(
+        description="Where the producers' files land: a folder or a URI (default: CATALAKE_LANDING)",
+        examples=["s3://landing-bucket/payments"])] = None
+    landing_layout: Annotated[str | None, Resolver.default(
+        description="Where a day's files are below the landing: day, hive, dated, capture, connect or a template "
+        "(default: CATALAKE_LANDING_LAYOUT)", examples=["day", "{source}/{yyyy}/{mm}/{dd}"])] = None
+    warehouse: Annotated[str | None, Resolver.default(
+        description="Where the Delta tables are written: a folder or a URI (default: CATALAKE_WAREHOUSE)",
+        examples=["s3://lake/payments"])] = None
+    key_prefix: Annotated[str | list[str] | None, Resolver.default(
+        description="Every asset key starts with it; jobs, schedules, sensors and resources are named "
+        "<key_prefix>_<name>", examples=["payments"])] = None
+    group_name: Annotated[str | None, Resolver.default(
+        description="Every asset of the catalog in this group (default: a group per message group)")] = None
+    spark_conf: Annotated[dict[str, str] | None, Resolver.default(
+        description="Spark settings, over CATALAKE_SPARK_CONF; the instances of a project share one Spark "
+        "resource", examples=[{"spark.sql.shuffle.partitions": "8"}])] = None
+    owners: Annotated[list[str] | None, Resolver.default(
+        description="Owners of the tables: e-mail addresses or team:<name> (a message's labels.owner first)",
+        examples=[["team:payments"]])] = None
+    start_date: Annotated[str | None, Resolver.default(
+        description="The first daily partition, YYYY-MM-DD (default: the landing's first day)")] = None
+    local_dir: Annotated[str | None, Resolver.default(
+        description="The files a person opens: suites, GX docs, the dbt project (default: beside the warehouse)")] = None
+    analytics: Annotated[bool, Resolver.default(
+        description="The dbt project, its models, the data docs and the analytics job")] = True
 
     @property
     def names(self) -> Names:
@@ -95,7 +122,8 @@ class CatalakeComponent(Component, Resolvable):
         if self.warehouse is not None:
             given["warehouse"] = _located(self.warehouse, folder)
         if self.spark_conf:
-            given["spark_conf"] = tuple(sorted({**dict(base.spark_conf), **self.spark_conf}.items()))
+            conf = {**dict(base.spark_conf), **{k: str(v) for k, v in self.spark_conf.items()}}  # YAML may give numbers
+            given["spark_conf"] = tuple(sorted(conf.items()))
         if self.owners is not None:
             given["owners"] = tuple(self.owners)
         if self.start_date is not None:

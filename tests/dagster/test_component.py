@@ -124,10 +124,13 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
         _run([dg, "launch", "--assets", f'key:"{prefix}/deadletter"', "--partition", DAY.isoformat()], project, env)
 
     warehouse = project / "warehouse"
-    storage_rows = {p.name: DeltaTable(str(p)).to_pyarrow_table().num_rows for p in (warehouse / "storage" / "messages").iterdir()}
+    def rows(prefix: str) -> dict[str, int]:
+        return {p.name: DeltaTable(str(p)).to_pyarrow_table().num_rows for p in (warehouse / prefix / "messages").iterdir()}
+
+    storage_rows = rows("storage")
     assert storage_rows["microsoft_storage__blobcreated"] == 1 and storage_rows["microsoft_storage__blobdeleted"] == 1
     assert sum(storage_rows.values()) == 2
-    bike_rows = {p.name: DeltaTable(str(p)).to_pyarrow_table().num_rows for p in (warehouse / "bikes" / "messages").iterdir()}
+    bike_rows = rows("bikes")
     assert bike_rows and sum(bike_rows.values()) > 0 and not set(bike_rows) & set(storage_rows)
     deadletters = DeltaTable(str(warehouse / "bikes" / "deadletter")).to_pyarrow_table().num_rows
 
