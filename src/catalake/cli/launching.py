@@ -18,30 +18,24 @@ POLL_SECONDS = 1.0
 
 
 def runs_in_progress(instance, partition: str) -> list:
-    """The runs of `partition` that are queued, starting, started or being canceled."""
+    """The runs of `partition` that are starting, started or being canceled: those the queue
+    counts against its limit of one a day (a queued one waits for this one in turn)."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    busy = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-            DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+    busy = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
     return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: partition}, statuses=busy)))
 
 
-def wait_for_day(instance, partition: str, say=lambda line: print(line, file=sys.stderr),
-                 timeout: float | None = None) -> None:
+def wait_for_day(instance, partition: str) -> None:
     """Return once no other run of `partition` is in progress (saying which one it waits for)."""
-    waited, named = 0.0, set()
-    while True:
-        busy = runs_in_progress(instance, partition)
-        if not busy:
-            return
+    named = set()
+    while busy := runs_in_progress(instance, partition):
         for run in busy:
             if run.run_id not in named:
                 named.add(run.run_id)
-                say(f"{partition}: waiting for run {run.run_id} ({run.job_name}, {run.status.value}) of the same day")
-        if timeout is not None and waited >= timeout:
-            raise TimeoutError(f"{partition}: runs of the day still in progress after {timeout:.0f} s")
+                print(f"{partition}: waiting for run {run.run_id} ({run.job_name}, {run.status.value}) of the same "
+                      "day (one its process left behind when killed: terminate it in the Dagster UI)", file=sys.stderr)
         time.sleep(POLL_SECONDS)
-        waited += POLL_SECONDS
 
 
 class Launcher:

@@ -108,7 +108,8 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
         result = write_catalog_table(store, catalog)
         kept = dataclasses.replace(settings, warehouse=warehouse.path, local_dir=warehouse.local)
         specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
-        specs_written = keep_specs(kept, names, specs, catalog_fingerprint(tables))
+        fingerprint = catalog_fingerprint(tables)
+        specs_written = keep_specs(kept, names, specs, fingerprint)
         first_day = keep_first_day(kept, names)
         fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
         changes = definition_changes(_previous_fingerprints(context), fingerprints)
@@ -124,7 +125,7 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
                 "dagster/table_name": CATALOG_TABLE.replace("/", "."),
                 "path": MetadataValue.path(store.path(CATALOG_TABLE)),
                 "delta_version": result["version"],
-                "catalog_fingerprint": catalog_fingerprint(tables),
+                "catalog_fingerprint": fingerprint,
                 "definition_fingerprints": MetadataValue.json(fingerprints),
                 "definition_changes": MetadataValue.json(changes),
                 "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
@@ -133,8 +134,8 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
                 "changed": len(result["changed"]),
                 "removed": len(result["removed"]),
                 "storage_backend": store.backend,
-            "specs_kept": "written" if specs_written else "unchanged",
-            "landing_first_day": first_day or "none (no day in the landing zone yet)",
+                "specs_kept": "written" if specs_written else "unchanged",
+                "landing_first_day": first_day or "none (no day in the landing zone yet)",
                 "groups": len({m.group_id for m in catalog}),
                 "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
                 "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),

@@ -16,8 +16,6 @@ from catalake.platform.config import Settings
 from .message_assets import CatalogAtLoad
 from .names import DEFAULT, Names
 
-DBT_PROJECT = "dbt_project"
-
 
 def manifest_path(settings: Settings) -> Path:
     return settings.dbt_dir / "target" / "manifest.json"
@@ -37,7 +35,7 @@ def manifest_at_load(settings: Settings, loaded: CatalogAtLoad) -> Path | None:
 
 
 def build_dbt_project_asset(settings: Settings, names: Names = DEFAULT):
-    @asset(key=names.key(DBT_PROJECT), group_name=names.group_of("analytics"), kinds={"dbt"}, deps=[names.catalog],
+    @asset(key=names.dbt_project, group_name=names.group_of("analytics"), kinds={"dbt"}, deps=[names.catalog],
            tags={"layer": "analytics"}, required_resource_keys=names.resource_keys("catalog_source"))
     def dbt_project(context: AssetExecutionContext) -> MaterializeResult:
         """The catalog's dbt project: the generic models with a `sources.yml` naming every message

@@ -74,10 +74,7 @@ def build_replay_job(partitions_def: DailyPartitionsDefinition, names: Names = D
         context.log_event(AssetObservation(asset_key=names.deadletter, partition=context.partition_key, metadata={
             "replayed_dead_letters": result.deadletters, "moved_rows": result.moved_rows,
             "moved": MetadataValue.json(result.moved), "conserved": result.conserved}))
-        into: dict[str, int] = {}
-        for move, rows in result.moved.items():
-            table = move.split(" -> ", 1)[1]
-            into[table] = into.get(table, 0) + rows
+        into = result.rows_into
         if not into:
             return
         stored = result.counts.get("per_table", {})

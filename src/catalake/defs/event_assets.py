@@ -74,7 +74,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
     specs, catalog_error = message_specs(settings, loaded, names)
     deadletter_key = names.deadletter
     by_key = {spec.key: spec for spec in specs}
-    partitions = partitions if partitions is not None else daily_partitions(settings)
+    partitions = partitions if partitions is not None else daily_partitions(settings, names)
 
     @multi_asset(
         name=names.of("classify_events"),
@@ -146,7 +146,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
             reported = report_tables(context, settings, store, tables, written, key_of,
                                      only is None and result.kind == "full", result)
         targets = check_targets(context.instance, context.run_id, context.partition_key,
-                                          [key_of[t.name] for t in reported])
+                                [key_of[t.name] for t in reported])
         with event_batch(context.instance):
             result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
         result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
@@ -166,7 +166,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
 
 
-def selected_tables(selected, tables, key_of, deadletter_key: AssetKey = DEADLETTER_KEY) -> set[str] | None:
+def selected_tables(selected, tables, key_of, deadletter_key: AssetKey) -> set[str] | None:
     """The tables a run writes: None for the whole day (`deadletter` selected alone, or every
     asset), else the selected message tables (and `deadletter` when it is selected too)."""
     only = {t.name for t in tables if key_of[t.name] in selected}
@@ -175,8 +175,7 @@ def selected_tables(selected, tables, key_of, deadletter_key: AssetKey = DEADLET
     return only | ({DEADLETTER_TABLE} if deadletter_key in selected else set())
 
 
-def deadletter_materialization(result, store, tables, compact_files: int,
-                               key: AssetKey = DEADLETTER_KEY) -> MaterializeResult:
+def deadletter_materialization(result, store, tables, compact_files: int, key: AssetKey) -> MaterializeResult:
     """The day's `deadletter` partition, with what the run read, where every record went, the
     engine that ran it, and the tables whose partition now holds more than `compact_files` files
     (`compaction_due`: the compaction sensor requests `maintenance_job` for the day)."""
@@ -212,7 +211,7 @@ def deadletter_materialization(result, store, tables, compact_files: int,
     )
 
 
-def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey = DEADLETTER_KEY):
+def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey):
     """`conservation` (every record read is in exactly one table) and `landing` (the day's folder was there)."""
     yield AssetCheckResult(
         asset_key=key,

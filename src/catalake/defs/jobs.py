@@ -9,8 +9,7 @@ def build_catalog_job(names: Names = DEFAULT, analytics: bool = False):
     location's dbt assets are loaded from)."""
     return define_asset_job(
         names.of("catalake_job"),
-        selection=AssetSelection.assets(names.catalog, names.key("expectation_suites"),
-                                        *([names.key("dbt_project")] if analytics else [])),
+        selection=AssetSelection.assets(names.catalog, names.suites, *([names.dbt_project] if analytics else [])),
         description="Materialize the catalog table, create or evolve every per-message table, and write the "
         "expectation suites" + (" and the dbt project." if analytics else "."),
     )

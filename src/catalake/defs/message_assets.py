@@ -7,7 +7,7 @@ assets without a group or a description."""
 import re
 from dataclasses import dataclass
 
-from dagster import AssetKey, AssetSpec, MetadataValue
+from dagster import AssetSpec, MetadataValue
 
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
@@ -27,17 +27,11 @@ from .load_state import last_valid_specs
 from .metadata import column_schema
 from .names import DEFAULT, Names
 
-CATALOG_KEY = DEFAULT.catalog
-
 
 def fed_by(names: Names) -> str:
     return (f"Written by the step `{names.of('classify_events')}` of `{names.of('events_job')}`, one partition a "
             f"day: the schedule `{names.of('daily_events_schedule')}` runs yesterday's, the sensor "
             f"`{names.of('landing_sensor')}` (when on) what just landed.")
-
-
-def message_key(message: MessageDefinition) -> AssetKey:
-    return DEFAULT.message(message)
 
 
 def short_name(message: MessageDefinition) -> str:

@@ -35,6 +35,14 @@ class Names:
     def deadletter(self) -> AssetKey:
         return self.key("deadletter")
 
+    @property
+    def suites(self) -> AssetKey:
+        return self.key("expectation_suites")
+
+    @property
+    def dbt_project(self) -> AssetKey:
+        return self.key("dbt_project")
+
     def message(self, message) -> AssetKey:
         """The asset of a message definition: its table's path under `messages/`."""
         return self.key(*message.asset_path)

@@ -24,7 +24,7 @@ DATA_DOCS_KEY = "data_docs"
 def build_suites_asset(names: Names = DEFAULT):
     """The `expectation_suites` asset of one instance."""
 
-    @asset(key=names.key("expectation_suites"), group_name=names.group_of("catalog"), kinds={"great_expectations"},
+    @asset(key=names.suites, group_name=names.group_of("catalog"), kinds={"great_expectations"},
            deps=[names.catalog], tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("catalog_source", "warehouse"),
            code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))

@@ -58,6 +58,15 @@ class ReplayResult:
     def moved_rows(self) -> int:
         return sum(self.moved.values())
 
+    @property
+    def rows_into(self) -> dict[str, int]:
+        """Rows moved into each table (by warehouse name), from `moved`'s "<reason> -> <table>"."""
+        into: dict[str, int] = {}
+        for move, rows in self.moved.items():
+            table = move.split(" -> ", 1)[1]
+            into[table] = into.get(table, 0) + rows
+        return into
+
 
 def _replay_task(classifier: Classifier, batches: Iterator[pa.RecordBatch], partition: int,
                  attempt: int) -> Iterator[tuple[int, TaskResult]]:
