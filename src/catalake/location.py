@@ -3,7 +3,7 @@
 
 from functools import lru_cache
 
-from dagster import Definitions, in_process_executor
+from dagster import Definitions
 
 from catalake.defs import (
     build_catalog_asset,
@@ -24,6 +24,7 @@ from catalake.defs import (
 )
 from catalake.defs.jobs import build_analytics_job
 from catalake.defs.message_assets import catalog_at_load
+from catalake.leases import leased_in_process_executor
 from catalake.defs.names import DEFAULT, SPARK, Names
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
@@ -75,8 +76,9 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
                                       settings.increment_seconds, names),
                  build_compaction_sensor(events_job, maintenance_job, names)],
         resources=resources,
-        # One Spark session per run: steps share the process instead of each starting a JVM.
-        executor=in_process_executor,
+        # One Spark session per run: steps share the process instead of each starting a JVM. Leased:
+        # a run says which process runs it and beats a heartbeat, so a dead one never holds its day.
+        executor=leased_in_process_executor,
     )
 
 

@@ -82,7 +82,7 @@ def group_alive(pgid: int) -> bool:
 
 
 def dead_spills() -> list[str]:
-    from catalake.platform.runs.recovery import alive
+    from catalake.platform.runs.liveness import alive
     from catalake.platform.runs.taskio import SPILL_PREFIX
 
     return [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(SPILL_PREFIX)

@@ -4,37 +4,52 @@ code location's own jobs, recorded in the instance, that wait for any run of the
 A run launched here does not go through the instance's run queue (the command waits for its
 result); what the queue guarantees, one run per day at a time (deploy/dagster.yaml), it keeps by
 waiting for the day's runs in progress before it starts, and while it runs the queue holds the
-day's queued runs behind it (the queue counts every run in progress with the day's tag)."""
+day's queued runs behind it (the queue counts every run in progress with the day's tag). A run
+of the day whose process died is not waited for: it is marked failed and passed (leases.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 
 PARTITION_TAG = "dagster/partition"
 POLL_SECONDS = 1.0
 
 
-def runs_in_progress(instance, partition: str) -> list:
-    """The runs of `partition` that are starting, started or being canceled: those the queue
-    counts against its limit of one a day (a queued one waits for this one in turn)."""
+def runs_in_progress(instance, partition: str | None = None, job: str | None = None) -> list:
+    """The runs of `partition` (or of `job`) that are starting, started or being canceled: those
+    the queue counts against its limit of one a day (a queued one waits for this one in turn)."""
     from dagster import DagsterRunStatus, RunsFilter
 
     busy = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
-    return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: partition}, statuses=busy)))
+    return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: partition} if partition else None,
+                                                     job_name=job, statuses=busy)))
 
 
-def wait_for_day(instance, partition: str) -> None:
-    """Return once no other run of `partition` is in progress (saying which one it waits for)."""
+def wait_for_day(instance, partition: str, by: str = "catalake") -> None:
+    """Return once no other run of `partition` is in progress. A run whose process is gone
+    (leases.py) is marked failed and passed, saying so; a live one is waited for, saying which
+    process it waits for."""
+    from catalake.leases import owner_of, pass_dead_runs
+
     named = set()
     while busy := runs_in_progress(instance, partition):
+        passed = pass_dead_runs(instance, busy, by)
+        for run, why in passed:
+            print(f"{partition}: run {run.run_id} ({run.job_name}) of the same day marked failed: {why}",
+                  file=sys.stderr)
+        if passed:
+            continue
         for run in busy:
             if run.run_id not in named:
                 named.add(run.run_id)
+                owner = owner_of(run.tags)
                 print(f"{partition}: waiting for run {run.run_id} ({run.job_name}, {run.status.value}) of the same "
-                      "day (one its process left behind when killed: terminate it in the Dagster UI)", file=sys.stderr)
+                      f"day, {owner.describe() if owner else 'its process not yet known'} (a run whose process "
+                      "dies is marked failed and passed)", file=sys.stderr)
         time.sleep(POLL_SECONDS)
 
 
@@ -60,12 +75,20 @@ class Launcher:
 
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
             run_config: dict | None = None):
+        from catalake.leases import command, leased, owner_tags, pass_dead_runs
+
+        by = command((tags or {}).get("catalake/launched_by", "catalake"))
         if partition is not None:
-            wait_for_day(self.instance, partition)
-        if not self.from_location:
-            return self.defs.resolve_job_def(job).execute_in_process(
-                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
-                asset_selection=asset_selection, run_config=run_config)
+            wait_for_day(self.instance, partition, by=by)
+        else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
+            pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
+        tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts
+        if not self.from_location:  # Dagster's execute_in_process runs its own executor: the lease is held here
+            run_id = str(uuid.uuid4())  # a Dagster run id: known before the run exists, to lease it
+            with leased(self.instance, run_id):
+                return self.defs.resolve_job_def(job).execute_in_process(
+                    instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
+                    asset_selection=asset_selection, run_config=run_config, run_id=run_id)
         from dagster import build_reconstructable_job, execute_job
 
         from catalake.instance import CODE_MODULE

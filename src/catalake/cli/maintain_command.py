@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from catalake.platform.config import Settings
 
@@ -28,7 +29,9 @@ def maintain(args) -> int:
     names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
     spark = None if settings.engine == "local" else (lambda: context.spark)
     report: dict = {"compacted": [], "vacuumed": []}
-    for day in usage.days(args) if (args.date or args.start) else []:
+    days = usage.days(args) if (args.date or args.start) else []
+    _pass_dead_runs(days)
+    for day in days:
         done = compact_day(spark, store, names, day, target=settings.target_file_bytes, min_files=args.min_files)
         report["compacted"] += [c.as_json() for c in done]
         if not args.json:
@@ -52,3 +55,24 @@ def maintain(args) -> int:
     if args.json:
         print(json.dumps(report, sort_keys=True))
     return 0
+
+
+def _pass_dead_runs(days) -> None:
+    """A compaction goes beside the day's live runs (its commit names the files it merged), but
+    a run of one of its days whose process died is marked failed here, as any command of a day
+    does (leases.py), so that the day's queue moves on."""
+    import os
+
+    if not days or not os.environ.get("DAGSTER_HOME"):
+        return
+    from catalake.instance import dagster_instance
+    from catalake.leases import command, pass_dead_runs
+
+    from .launching import runs_in_progress
+
+    with dagster_instance() as instance:
+        for day in days:
+            for run, why in pass_dead_runs(instance, runs_in_progress(instance, day.isoformat()),
+                                               command("catalake maintain")):
+                print(f"{day}: run {run.run_id} ({run.job_name}) of the same day marked failed: {why}",
+                      file=sys.stderr)

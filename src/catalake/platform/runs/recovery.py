@@ -7,10 +7,12 @@ failed run removes the files no commit took; a run that is killed (SIGKILL, a lo
 removes nothing. So:
 
 * While it runs, a partition run or a replay is recorded in `<warehouse>/_catalake/runs/<run>.json`
-  (kind, host, driver pid, day). The next run or replay of the same day finds the records whose
-  process is gone and removes those runs' uncommitted files (`recover_day`). A record of another
-  host is left alone: whether its process still lives cannot be known from here, and a live run's
-  files must never be touched.
+  (kind, day, its driver process: host, pid and identity, and a heartbeat rewritten every quarter
+  of the lease). The next run or replay of the same day finds the records whose process is gone
+  (liveness.py, the same notion as for the day's Dagster runs: on this host the process table,
+  elsewhere the lease) and removes those runs' uncommitted files (`recover_day`). A record of
+  another host with no heartbeat (an older release's) is left alone: a live run's files must
+  never be touched.
 * Before it commits, a replay writes the commits it is about to make to a journal
   (`<warehouse>/_catalake/replays/<day>.json`: each table's files and version before, and the
   rows it moves), and removes it once all are made. A replay stopped in between (killed, or a
@@ -30,7 +32,7 @@ import contextlib
 import datetime as dt
 import json
 import os
-import socket
+import time
 from typing import Callable, Iterator, Sequence
 
 import pyarrow.fs as pafs
@@ -39,6 +41,7 @@ from .. import uris
 from ..errors import StorageError
 from ..warehouse.files import PARTITION_COLUMN, filesystem_of
 from ..warehouse.store import DeltaStore
+from . import liveness
 
 RUNS_DIR = "_catalake/runs"
 JOURNAL_DIR = "_catalake/replays"
@@ -52,18 +55,26 @@ def _runs_folder(root: str) -> tuple[pafs.FileSystem, str]:
 
 
 @contextlib.contextmanager
-def recorded(root: str, run: str, day: dt.date, kind: str = "run") -> Iterator[None]:
-    """Record run `run` (kind "run": a partition run, or "replay") of `day` under the warehouse
-    `root` while the block runs. The record stays after the block while the day's journal is this
-    run's: the journal's files are the run's until the journal is rolled forward or dropped."""
+def recorded(root: str, run: str, day: dt.date, kind: str = "run", lease: float | None = None) -> Iterator[None]:
+    """Record run `run` (kind "run": a partition run, "replay" or "compaction") of `day` under the
+    warehouse `root` while the block runs, its heartbeat rewritten every quarter of the lease.
+    The record stays after the block while the day's journal is this run's: the journal's files
+    are the run's until the journal is rolled forward or dropped."""
     filesystem, folder = _runs_folder(root)
     uris.make_folders(filesystem, folder)
     path = f"{folder}/{run}.json"
-    record = {"run": run, "kind": kind, "day": day.isoformat(), "host": socket.gethostname(), "pid": os.getpid()}
-    with filesystem.open_output_stream(path) as out:
-        out.write(json.dumps(record).encode())
+    owner = liveness.Owner.current()
+    record = {"run": run, "kind": kind, "day": day.isoformat(), "host": owner.host, "pid": owner.pid,
+              "identity": owner.identity}
+
+    def beat(now: float) -> None:  # whole or not at all: a reader never sees half a record
+        _write_whole(filesystem, path, json.dumps({**record, "heartbeat": now}).encode())
+
+    beat(time.time())
+    lease = liveness.lease_seconds() if lease is None else lease
     try:
-        yield
+        with liveness.heartbeat(beat, lease / 4):
+            yield
     finally:
         journal = journal_of(root, day)
         if journal is None or journal.get("run") != run:
@@ -71,19 +82,21 @@ def recorded(root: str, run: str, day: dt.date, kind: str = "run") -> Iterator[N
                 filesystem.delete_file(path)
 
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs on this host (a zombie, killed and not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True  # no /proc (not Linux): it exists
+def _write_whole(filesystem: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Write a small file that readers see whole: an object store's PUT is; on a disk, a rename."""
+    if not isinstance(filesystem, pafs.LocalFileSystem):
+        with filesystem.open_output_stream(path) as out:
+            out.write(data)
+        return
+    partial = f"{path}.{os.getpid()}.partial"
+    with filesystem.open_output_stream(partial) as out:
+        out.write(data)
+    filesystem.move(partial, path)
+
+
+def _verdict(record: dict, lease: float) -> liveness.Verdict:
+    owner = liveness.Owner(record.get("host", ""), int(record.get("pid", 0)), record.get("identity", ""))
+    return liveness.judge(owner, record.get("heartbeat"), None, lease=lease)
 
 
 def _documents(filesystem: pafs.FileSystem, folder: str) -> list[dict]:
@@ -106,19 +119,18 @@ def _records(root: str) -> list[dict]:
     return _documents(*_runs_folder(root))
 
 
-def crashed(root: str, day: dt.date) -> list[str]:
-    """Runs and replays of `day` recorded by this host whose driver process no longer exists."""
-    return sorted(r["run"] for r in _records(root)
-                  if r.get("day") == day.isoformat() and r.get("host") == socket.gethostname()
-                  and not alive(int(r.get("pid", 0))))
+def crashed(root: str, day: dt.date, lease: float | None = None) -> list[str]:
+    """Runs and replays of `day` whose driver process is gone (liveness.judge)."""
+    lease = liveness.lease_seconds() if lease is None else lease
+    return sorted(r["run"] for r in _records(root) if r.get("day") == day.isoformat() and not _verdict(r, lease).alive)
 
 
-def protected(root: str) -> Callable[[str], bool]:
+def protected(root: str, lease: float | None = None) -> Callable[[str], bool]:
     """Whether a file of the warehouse must survive a vacuum whatever its age: a file of a run in
-    flight (recorded, and its process alive, or on another host, where that cannot be known),
-    or of a replay whose journal is still there (a roll-forward commits its files)."""
-    runs = {r["run"] for r in _records(root)
-            if r.get("host") != socket.gethostname() or alive(int(r.get("pid", 0)))}
+    flight (recorded, and its process alive, or of another host and within its lease), or of a
+    replay whose journal is still there (a roll-forward commits its files)."""
+    lease = liveness.lease_seconds() if lease is None else lease
+    runs = {r["run"] for r in _records(root) if _verdict(r, lease).alive}
     filesystem, base = filesystem_of(root)
     journaled: set[str] = set()
     for journal in _documents(filesystem, f"{base}/{JOURNAL_DIR}"):

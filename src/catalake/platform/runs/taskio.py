@@ -17,7 +17,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from ..warehouse.files import PartFile, PartFiles
-from .recovery import alive
+from .liveness import alive
 
 # A task's memory is bounded by these, not by its share of the day or the number of tables:
 BATCH_ROWS = 4096  # a table's rows become one Arrow batch when it has this many
