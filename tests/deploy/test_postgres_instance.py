@@ -162,3 +162,75 @@ def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, spark_conne
     assert len({e["spark_application"] for e in backfilled}) == 1  # one application: the server's
     assert {engine[r["id"]]["engine"] for r in runs if r["tags"].get("dagster/sensor_name")} <= {"local", "none"}
     assert {engine[r["id"]]["engine"] for r in runs if r["tags"]["dagster/partition"] == DAYS[2]} == {"none"}
+
+
+def _run_started_its_step(instance, sensor: str, day: str) -> dict | None:
+    """The sensor's run of `day` once it has started its step, with the pid of its process."""
+    from dagster import DagsterEventType, RunsFilter
+
+    for r in instance.get_runs(filters=RunsFilter(tags={"dagster/sensor_name": sensor, "dagster/partition": day})):
+        if "catalake/pid" in r.tags and instance.all_logs(r.run_id, of_type={DagsterEventType.STEP_START}):
+            return {"id": r.run_id, "pid": int(r.tags["catalake/pid"])}
+    return None
+
+
+@pytest.mark.jvm
+def test_a_sensor_run_killed_is_marked_failed_by_the_daemon_and_the_days_queue_moves_on(postgres, tmp_path,
+                                                                                        monkeypatch):
+    """deploy/dagster.yaml's daemon: the landing sensor's run of a day is killed with SIGKILL at
+    its step's start, with its code server; run monitoring (catalake's launcher) marks it failed,
+    and a backfill of the day queued behind it runs."""
+    import signal
+
+    from dagster import DagsterInstance
+
+    # the sensor's increments as Spark jobs of a local master: a step that lives long enough to be killed at its start
+    env = {**_env(tmp_path, postgres), "CATALAKE_SPARK_MASTER": "local[2]", "CATALAKE_LOCAL_TASK_BYTES": "0"}
+    for key, value in env.items():
+        if key.startswith("DAGSTER_"):
+            monkeypatch.setenv(key, value)
+    instance = DagsterInstance.get()
+    dagster = str(Path(sys.executable).parent / "dagster")
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as sink:
+        daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                                  cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        subprocess.run([dagster, "sensor", "start", "landing_sensor", "-w", "workspace.yaml"],
+                       cwd=REPO, env=env, check=True, capture_output=True, timeout=180)
+        deadline = time.monotonic() + 300
+        while (victim := _run_started_its_step(instance, "landing_sensor", DAYS[0])) is None:
+            assert time.monotonic() < deadline, f"no sensor run started\n{log.read_text()[-3000:]}"
+            time.sleep(0.05)
+        # the run's process and the code server that started it, as a lost machine loses both (with its code
+        # server alive, Dagster's server itself notices its child died; without, only run monitoring can)
+        server = int(Path(f"/proc/{victim['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(victim["pid"], signal.SIGKILL)
+        os.kill(server, signal.SIGKILL)
+        killed_at = time.time()
+        subprocess.run([dagster, "sensor", "stop", "landing_sensor", "-w", "workspace.yaml"],
+                       cwd=REPO, env=env, check=True, capture_output=True, timeout=180)
+        subprocess.run([dagster, "job", "backfill", "-w", "workspace.yaml", "-j", "events_job",
+                        "--partitions", DAYS[0], "--noprompt"], cwd=REPO, env=env, check=True, capture_output=True,
+                       timeout=180)
+        deadline = time.monotonic() + 300
+        while True:
+            runs = {r["id"]: r for r in _instance(env)["runs"]}
+            backfill = [r for r in runs.values() if r["tags"].get("dagster/backfill")]
+            if backfill and backfill[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+                break
+            assert time.monotonic() < deadline, f"the backfill did not run: {runs}\n{log.read_text()[-3000:]}"
+            time.sleep(2)
+    finally:
+        stop(daemon)
+
+    dead = runs[victim["id"]]
+    assert dead["status"] == "FAILURE"
+    assert backfill[0]["status"] == "SUCCESS", log.read_text()[-3000:]
+    assert backfill[0]["start"] >= dead["end"]  # the day's queue held it until the dead run was passed
+    assert dead["end"] - killed_at < 60  # run monitoring's poll (10 s) on the run's own host, not a lease
+    from dagster import DagsterEventType
+
+    [failure] = instance.all_logs(victim["id"], of_type={DagsterEventType.RUN_FAILURE})
+    message = failure.dagster_event.message
+    assert f"process {victim['pid']} on" in message and "is gone" in message and "classify_events" in message, message
