@@ -89,6 +89,8 @@ class Settings:
                            commit waits on about 24 requests (docs/capacity.md), so more threads
                            shorten an increment over thousands of tables; on local disk the
                            commits are CPU-bound and 8 is plenty on two cores
+    CATALAKE_RUN_LEASE_SECONDS  how long a run on another host may go without a heartbeat before
+                           it is taken for dead and marked failed (default 120; runs/liveness.py)
     CATALAKE_OWNERS        owners of the message tables Dagster shows, separated by commas:
                            e-mail addresses or 'team:<name>' (a group's or message's own
                            `labels.owner` comes first)
