@@ -110,8 +110,8 @@ def classify_partition(
 def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[str, list[PartFile]], target: int,
                   progress) -> dict[str, list[PartFile]]:
     """Each table's files of the run, at most ceil(bytes / target) of them: a table fed by more
-    tasks than that has their files merged by one more job (a task per merged file, on the
-    executors: warehouse/merging.py) before anything is committed, rather than by a shuffle of
+    tasks than that has their files merged by one more job (many tables' merges a task, packed
+    by bytes: warehouse/merging.py) before anything is committed, rather than by a shuffle of
     the rows between tasks (measured in benchmarks/RESULTS.md). The merged-from files are this
     run's and uncommitted: the run's sweep removes them."""
     folder = f"{PARTITION_COLUMN}={plan.day.isoformat()}"
