@@ -14,7 +14,9 @@ day's next run.
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
@@ -53,15 +55,25 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
     Compaction for each table-partition looked at that needed one."""
     run = uuid.uuid4().hex[:12]
     folder = f"{PARTITION_COLUMN}={day.isoformat()}"
+    clock = time.perf_counter()
+    held = [name for name in names if store.has_partition(name, day)]  # a folder check: cheap
+
+    def look(name: str) -> tuple[int, list[PartFile]] | None:
+        if not store.exists(name):
+            return None
+        return store.version(name), store.partition_files(name, PARTITION_COLUMN, day)
+
     with recovery.recorded(store.root, run, day, kind="compaction"), store.loaded_once():
+        # each log loaded once, in threads (delta-rs releases the GIL for part of a load): at a
+        # thousand tables the loads, not the merges, were most of a compaction's driver time
+        with ThreadPoolExecutor(max(1, min(store.commit_threads, len(held)))) as pool:
+            looked = list(pool.map(look, held))
         plans: dict[str, tuple[int, list[PartFile], list[Merge]]] = {}
         count = 0
-        for name in names:
-            if not store.exists(name) or not store.has_partition(name, day):
+        for name, found in zip(held, looked):
+            if found is None or len(found[1]) < min_files:
                 continue
-            version, files = store.version(name), store.partition_files(name, PARTITION_COLUMN, day)
-            if len(files) < min_files:
-                continue
+            version, files = found
             groups = merge_groups(files, target)
             if groups:
                 plans[name] = (version, files, [Merge(name, g, f"{folder}/part-{run}-compacted-{count + i}.zstd.parquet")
@@ -71,14 +83,24 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
             return []
         merges = [m for _, _, planned in plans.values() for m in planned]
         progress(f"{day}: compacting {sum(len(m.inputs) for m in merges)} file(s) of {len(plans)} table(s) into {len(merges)}")
+        seconds = {"planning": time.perf_counter() - clock}
+        clock = time.perf_counter()
         session = None if spark is None else (spark if is_session(spark) else spark())
         try:
             outputs = dict(zip([m.output for m in merges], run_merges(session, store.root, merges)))
         except BaseException:
             store.remove_uncommitted(run, day, list(plans))
             raise
-        return [_commit(store, name, day, version, files, planned, outputs, run, progress)
-                for name, (version, files, planned) in plans.items()]
+        seconds["merges"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        # one Delta transaction per table, in threads (as a full run commits: runs/day.py)
+        with ThreadPoolExecutor(min(store.commit_threads, len(plans))) as pool:
+            done = list(pool.map(lambda item: _commit(store, item[0], day, *item[1], outputs, run, progress),
+                                 plans.items()))
+        seconds["commits"] = time.perf_counter() - clock
+        progress(f"{day}: compacted {sum(1 for c in done if c.skipped is None)} table(s) in "
+                 + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
+        return done
 
 
 def _commit(store: DeltaStore, name: str, day: dt.date, read_version: int, files: list[PartFile], planned: list[Merge],
@@ -91,7 +113,7 @@ def _commit(store: DeltaStore, name: str, day: dt.date, read_version: int, files
                         rows_merged=sum(f.rows for f in added))
     try:
         result.version = store.replace_files(name, removed, added, PARTITION_COLUMN, day, read_version,
-                                             {"catalake.operation": "compaction", "catalake.run": run}).version
+                                             {"catalake.operation": "compaction", "catalake.run": run})
     except Conflict as exc:
         result.skipped = f"a concurrent commit changed the partition: {exc}"
         result.files_after, result.bytes_after = result.files_before, result.bytes_before

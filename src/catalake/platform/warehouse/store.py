@@ -281,24 +281,31 @@ class DeltaStore:
                 if partition_value(v) == value]
 
     def replace_files(self, name: str, removed: Sequence[PartFile], added: Sequence[PartFile], column: str, value,
-                      read_version: int, operation: dict[str, str]) -> Committed:
+                      read_version: int, operation: dict[str, str]) -> int:
         """A compaction's commit: `added` (already written into the partition, merged from
         `removed`, as the table was at `read_version`) replaces `removed`, changing no row
-        (commit.commit_compaction, checked against every commit since `read_version`). A
-        partition another writer changed raises `Conflict` and `added` is removed; so is it on
-        any failure."""
+        (commit.commit_compaction, checked against every commit since `read_version`). Returns
+        the new version. A partition another writer changed raises `Conflict` and `added` is
+        removed; so is it on any failure. Within `loaded_once` the snapshot loaded at
+        `read_version` serves the commit and is then the current one (no log loaded again)."""
         values = {column: partition_value(value)}
         written = [WrittenFile(f.path, f.size, values, f.rows) for f in added]
         path = self.path(name)
         try:
-            table = DeltaTable(path, version=read_version, storage_options=self.options)
+            loaded = self._loaded.get(name) if self._loaded is not None else None
+            # the snapshot loaded_once holds, when it is the one read (no log load again)
+            table = loaded if loaded is not None and loaded.version() == read_version else \
+                DeltaTable(path, version=read_version, storage_options=self.options)
             version = commit_compaction(path, [WrittenFile(f.path, f.size, values, f.rows) for f in removed], written,
                                         table, operation)
         except BaseException:
+            self._forget(name)
             remove_files(path, written)
             raise
-        self._forget(name)
-        return _committed(version, self._table(name), column, value)
+        # commit_compaction left `table` at the newest version (read incrementally): the current snapshot
+        if self._loaded is not None:
+            self._loaded[name] = table
+        return version
 
     def vacuum(self, name: str, retention_hours: float, protect: Callable[[str], bool], dry_run: bool) -> list[tuple[str, int]]:
         """The files no version inside `retention_hours` references, with their bytes: files
