@@ -252,3 +252,32 @@ def test_schema_references_split_across_documents(tmp_path):
     write(tmp_path, {"schemagroups": {"shop": {"schemas": {"Order": {"format": "Avro/1.11.3", "versions": {"1": {"schema": {"type": "record", "name": "Order", "fields": []}}}}}}}}, "schemas.xreg.json")
     catalog = load_catalog([tmp_path])
     assert catalog.find("shop.OrderPlaced").get("dataschemaformat") == "Avro/1.11.3"
+
+
+def test_a_catalog_is_read_once_a_process_until_a_file_of_it_changes(tmp_path):
+    """load_catalog and message_tables remember the last catalog while its files hold the same
+    bytes; an edit (even one of the same size within the same clock tick) is read anew."""
+    import json
+
+    from catalake.platform.catalog import load_catalog
+    from catalake.platform.config import DEMO_DIR
+    from catalake.platform.warehouse.message_tables import message_tables
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    for f in (DEMO_DIR / "catalog").iterdir():
+        (catalog / f.name).write_bytes(f.read_bytes())
+    first = load_catalog([catalog])
+    tables, _ = message_tables(first, [catalog])
+    assert load_catalog([catalog]) is first and message_tables(first, [catalog])[0] == tables
+    path = catalog / "bikeshare.xreg.json"
+    document = json.loads(path.read_text())
+    group = document["messagegroups"]["bikeshare.payments"]
+    message = next(iter(group["messages"].values()))
+    text = path.read_text()
+    old = message.get("description", "")
+    assert old, "the demo's message has a description to edit"
+    path.write_text(text.replace(json.dumps(old)[1:-1], json.dumps(old)[1:-1][::-1], 1))  # same size
+    second = load_catalog([catalog])
+    assert second is not first
+    assert {m.get("description") for m in second} != {m.get("description") for m in first}

@@ -45,6 +45,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ..catalog import files_state
 from ..catalog.model import Catalog, MessageDefinition
 from ..catalog.normalize import protocol_family
 from ..catalog.rules import SCHEMA_SLOTS
@@ -247,10 +248,25 @@ def schema_warnings(tables: Sequence[MessageTable]) -> list[str]:
     return [p.message for p in schema_problems(tables)]
 
 
+_DERIVED: dict[tuple, tuple] = {}  # the tables of the last catalog a process derived, by the roots' files' state
+
+
 def message_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
     """Every definition's table, and the warnings of the definitions whose schema does not derive.
     A reference to the network or outside the roots, or a constraint its keyword does not allow,
-    is a CatalogError naming every such one."""
+    is a CatalogError naming every such one. Derived once a process for one catalog (load_catalog
+    reads it once) while the schema roots' files stay as they were."""
+    key = (id(catalog), tuple(map(str, roots)), files_state(roots))
+    if key in _DERIVED and _DERIVED[key][0] is catalog:
+        tables, warnings = _DERIVED[key][1]
+        return list(tables), list(warnings)
+    derived = _derive_tables(catalog, roots)
+    _DERIVED.clear()
+    _DERIVED[key] = (catalog, derived)
+    return list(derived[0]), list(derived[1])
+
+
+def _derive_tables(catalog: Catalog, roots: Sequence[Path]) -> tuple[list[MessageTable], list[str]]:
     tables, forbidden = [], []
     for message in catalog:
         try:
