@@ -140,6 +140,13 @@ def test_a_spark_job_of_few_tasks_runs_many_merges_and_returns_each_merge_s_file
     stages = {jobs.getStageInfo(s).numTasks for j in jobs.getJobIdsForGroup("merges-134217728")
               for s in jobs.getJobInfo(j).stageIds}
     assert stages == {spark.sparkContext.defaultParallelism}
+    # merges of a few kilobytes in all: on the driver's threads, no Spark job
+    spark.sparkContext.setJobGroup("merges-small", "merges")
+    outputs = run_merges(spark, str(tmp_path), merges)
+    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert jobs.getJobIdsForGroup("merges-small") == [] and [o.path for o in outputs] == [m.output for m in merges]
+    for merge, output in zip(merges, outputs):
+        assert read_merged(tmp_path, merge, output) == expected_rows(parts[merge.table])
 
 
 def layout(store) -> dict[str, list[PartFile]]:

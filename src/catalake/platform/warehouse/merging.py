@@ -41,7 +41,13 @@ ROW_GROUP_BYTES = 128 << 20  # Arrow bytes gathered into one write (row groups o
 LOCAL_THREADS = 4  # merges in the driver's process when there is no Spark session: pyarrow releases the GIL
 TASK_BYTES = 128 << 20  # input bytes a merge task aims at (merge_tasks): a task per core at least
 WHOLE_READ_BYTES = 16 << 20  # a merge of inputs up to this reads each whole (merge_files)
-DRIVER_MERGE_BYTES = 0  # all merges of a call up to this run on the driver's threads (run_merges)
+# All merges of a call whose inputs come to at most this run on the driver's threads, no Spark job:
+# the one exception to "executors write data files, the driver commits", for small merges only. A
+# Spark job costs about 0.35 s here before its first merge: measured on 2 cores (benchmarks/RESULTS.md,
+# session 19), 10 merges of 0.2 MiB took 0.04-0.07 s on threads against 0.39 s as a job, 300 of
+# 5.3 MiB 0.79 s against 1.05-1.12 s, and 1,000 of 17.7 MiB were even (2.6 s against 2.7 s). The
+# driver then holds at most this much Parquet (and its Arrow) at once.
+DRIVER_MERGE_BYTES = 8 << 20
 
 
 class Merge(NamedTuple):
