@@ -25,6 +25,7 @@ column later, and the matcher and the expectation suites enforce `required` anyw
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -323,15 +324,19 @@ def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> di
             refusals += exc.refusals
     if refusals:
         raise EvolutionError(refusals)
-    outcome: dict[str, list[str] | str] = {}
-    for table in tables:
+    def apply(table: MessageTable) -> list[str] | str:
         added = plans[table.name]
         if added is None:
             store.create(table.name, table.schema, partition_by=[PARTITION_COLUMN], description=table.description)
-            outcome[table.name] = "created"
-        elif added:
+            return "created"
+        if added:
             store.add_columns(table.name, table.schema)
-            outcome[table.name] = added
-        else:
-            outcome[table.name] = "unchanged"
-    return outcome
+            return added
+        return "unchanged"
+
+    # a table's creation is a commit of its own: on object storage a few requests each, which
+    # threads overlap (on a local disk it is bound by the GIL: 4.2 s for 1,000 either way)
+    changing = [t for t in tables if plans[t.name] != []]
+    with ThreadPoolExecutor(max(1, min(store.commit_threads, len(changing)))) as pool:
+        done = dict(zip([t.name for t in changing], pool.map(apply, changing)))
+    return {t.name: done.get(t.name, "unchanged") for t in tables}
