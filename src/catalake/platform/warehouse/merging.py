@@ -43,10 +43,12 @@ TASK_BYTES = 128 << 20  # input bytes a merge task aims at (merge_tasks): a task
 WHOLE_READ_BYTES = 16 << 20  # a merge of inputs up to this reads each whole (merge_files)
 # All merges of a call whose inputs come to at most this run on the driver's threads, no Spark job:
 # the one exception to "executors write data files, the driver commits", for small merges only. A
-# Spark job costs about 0.35 s here before its first merge: measured on 2 cores (benchmarks/RESULTS.md,
-# session 19), 10 merges of 0.2 MiB took 0.04-0.07 s on threads against 0.39 s as a job, 300 of
-# 5.3 MiB 0.79 s against 1.05-1.12 s, and 1,000 of 17.7 MiB were even (2.6 s against 2.7 s). The
-# driver then holds at most this much Parquet (and its Arrow) at once.
+# Spark job costs about 0.3-0.4 s here before its first merge (benchmarks/merging.py driver, 2
+# cores, RESULTS session 19): 10 merges of 0.2 MiB took 0.05-0.12 s on threads against 0.46 s as a
+# job, 100 of 1.8 MiB 0.25-0.30 s against 0.50-0.59 s; from about 5 MiB the two are even (300 of
+# 5.3 MiB 0.76-1.20 s against 0.98-1.02 s; 1,000 of 17.7 MiB 2.5-2.8 s both), and past that the
+# executors' cores (more than the driver's on a cluster) should do it. The driver holds at most
+# this much Parquet at once, as a local increment (CATALAKE_LOCAL_TASK_BYTES) does.
 DRIVER_MERGE_BYTES = 8 << 20
 
 
