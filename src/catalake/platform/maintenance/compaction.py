@@ -1,6 +1,7 @@
 """Compaction of a day's table-partitions: the files a day of increments (or an older release's
-full run) left, merged into at most ceil(bytes / target) files by executors
-(warehouse/merging.py), committed per table as one Delta transaction that changes no data.
+full run) left, merged into at most ceil(bytes / target) files by executors, many
+table-partitions a task (warehouse/merging.py), committed per table as one Delta transaction that
+changes no data, the tables' commits in threads.
 
 Safe beside the day's other runs: the commit names exactly the files it merged, and delta-rs
 refuses it when a commit since the snapshot removed one of them (a full run replaced the
