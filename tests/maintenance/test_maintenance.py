@@ -268,3 +268,13 @@ def test_the_maintenance_job_reports_each_table_and_the_sensor_asks_for_it_when_
         ended = observed["messages/bikeshare.rides.kafka/bikeshare.rides.kafka.RideEnded"]
         assert ended["files_before"].value > 2 and ended["files_after"].value == 1 and ended["compaction"].value == "compacted"
         assert table_hashes(settings.warehouse) == before
+
+
+def test_a_small_compaction_starts_no_spark_session(tmp_path, demo):
+    """A few MiB of merges in all run on the driver's threads (merging.DRIVER_MERGE_BYTES): the
+    function that would start Spark is not called, and the rows stay as they were."""
+    store = a_day_of_increments(tmp_path, demo, pieces=3)
+    before = table_hashes(store.root)
+    compactions = compact_day(no_spark, store, names(store), DAY, target=TARGET)
+    assert compactions and all(c.skipped is None and c.files_after == 1 for c in compactions)
+    assert table_hashes(store.root) == before

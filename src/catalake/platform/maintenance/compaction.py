@@ -25,7 +25,7 @@ from ..runs import recovery
 from ..spark import is_session
 from ..warehouse.commit import Conflict
 from ..warehouse.files import PARTITION_COLUMN, PartFile
-from ..warehouse.merging import Merge, merge_groups, run_merges
+from ..warehouse.merging import DRIVER_MERGE_BYTES, Merge, merge_bytes, merge_groups, run_merges
 from ..warehouse.store import DeltaStore
 
 
@@ -52,7 +52,8 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
                 progress: Callable[[str], None] = lambda message: None) -> list[Compaction]:
     """Compact partition `day` of each table in `names` that holds at least `min_files` files
     and more than ceil(bytes / target). `spark`: a session, a function starting one (called only
-    when there is something to merge) or None (merged by threads of this process). Returns a
+    when there is more to merge than the driver's threads take: merging.DRIVER_MERGE_BYTES) or
+    None (merged by threads of this process). Returns a
     Compaction for each table-partition looked at that needed one."""
     run = uuid.uuid4().hex[:12]
     folder = f"{PARTITION_COLUMN}={day.isoformat()}"
@@ -86,7 +87,9 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
         progress(f"{day}: compacting {sum(len(m.inputs) for m in merges)} file(s) of {len(plans)} table(s) into {len(merges)}")
         seconds = {"planning": time.perf_counter() - clock}
         clock = time.perf_counter()
-        session = None if spark is None else (spark if is_session(spark) else spark())
+        # merges the driver's threads do (merging.DRIVER_MERGE_BYTES) start no Spark session
+        small = sum(merge_bytes(m) for m in merges) <= DRIVER_MERGE_BYTES
+        session = None if spark is None or small else (spark if is_session(spark) else spark())
         try:
             outputs = dict(zip([m.output for m in merges], run_merges(session, store.root, merges)))
         except BaseException:
