@@ -13,6 +13,7 @@ import catalake.platform.warehouse.message_tables
 from catalake.display import catalog_rows, markdown_table
 from catalake.platform.catalog import CatalogError
 from catalake.platform.config import Settings
+from catalake.platform.quality.expectations import gx_imported_meanwhile
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.warehouse.evolution import EvolutionError
 from catalake.platform.warehouse.message_tables import (
@@ -85,76 +86,81 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
         message specs and the landing zone's first day for the code location's next loads
         (shown while the catalog is invalid; the first daily partition), which read them.
         """
-        resources = names.resources(context)
-        catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
-        try:
-            catalog = catalog_source.load()
-            tables, schema_warnings = message_tables(catalog, catalog_source.roots())
-        except CatalogError as exc:
-            context.log.error(str(exc))
-            raise Failure(
-                description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
-                metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
-            ) from None
-        for warning in catalog.warnings:
-            context.log.warning(str(warning))
-        for warning in schema_warnings:
-            context.log.warning(f"payload kept as JSON text: {warning}")
-        store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
-        try:
-            synced = sync_message_tables(store, tables)
-        except EvolutionError as exc:
-            raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
-        result = write_catalog_table(store, catalog)
-        kept = dataclasses.replace(settings, warehouse=warehouse.path, local_dir=warehouse.local)
-        specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
-        fingerprint = catalog_fingerprint(tables)
-        specs_written = keep_specs(kept, names, specs, fingerprint)
-        first_day = keep_first_day(kept, names)
-        fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
-        changes = definition_changes(_previous_fingerprints(context), fingerprints)
-        headers, rows = catalog_rows(catalog)
-        files = [
-            [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
-            for f in catalog.files
-        ]
-        return MaterializeResult(
-            metadata={
-                "dagster/row_count": len(catalog),
-                "dagster/column_schema": column_schema(SCHEMA),
-                "dagster/table_name": CATALOG_TABLE.replace("/", "."),
-                "path": MetadataValue.path(store.path(CATALOG_TABLE)),
-                "delta_version": result["version"],
-                "catalog_fingerprint": fingerprint,
-                "definition_fingerprints": MetadataValue.json(fingerprints),
-                "definition_changes": MetadataValue.json(changes),
-                "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
-                "committed": result["committed"],
-                "added": len(result["added"]),
-                "changed": len(result["changed"]),
-                "removed": len(result["removed"]),
-                "storage_backend": store.backend,
-                "specs_kept": "written" if specs_written else "unchanged",
-                "landing_first_day": first_day or "none (no day in the landing zone yet)",
-                "groups": len({m.group_id for m in catalog}),
-                "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
-                "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
-                "tables_created": sum(1 for v in synced.values() if v == "created"),
-                "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
-                "tables": MetadataValue.md(
-                    markdown_table(
-                        ["table", "outcome"],
-                        [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
-                    )
-                ),
-                "untyped_payloads": MetadataValue.md(
-                    "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
-                ),
-                "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
-            }
-        )
+        with gx_imported_meanwhile():  # the suites asset next needs GX
+            return _materialize_catalog(context, names, settings)
 
     return message_catalog
+
+
+def _materialize_catalog(context: AssetExecutionContext, names: Names, settings: Settings) -> MaterializeResult:
+    resources = names.resources(context)
+    catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
+    try:
+        catalog = catalog_source.load()
+        tables, schema_warnings = message_tables(catalog, catalog_source.roots())
+    except CatalogError as exc:
+        context.log.error(str(exc))
+        raise Failure(
+            description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
+            metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
+        ) from None
+    for warning in catalog.warnings:
+        context.log.warning(str(warning))
+    for warning in schema_warnings:
+        context.log.warning(f"payload kept as JSON text: {warning}")
+    store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
+    try:
+        synced = sync_message_tables(store, tables)
+    except EvolutionError as exc:
+        raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
+    result = write_catalog_table(store, catalog)
+    kept = dataclasses.replace(settings, warehouse=warehouse.path, local_dir=warehouse.local)
+    specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
+    fingerprint = catalog_fingerprint(tables)
+    specs_written = keep_specs(kept, names, specs, fingerprint)
+    first_day = keep_first_day(kept, names)
+    fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
+    changes = definition_changes(_previous_fingerprints(context), fingerprints)
+    headers, rows = catalog_rows(catalog)
+    files = [
+        [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
+        for f in catalog.files
+    ]
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": len(catalog),
+            "dagster/column_schema": column_schema(SCHEMA),
+            "dagster/table_name": CATALOG_TABLE.replace("/", "."),
+            "path": MetadataValue.path(store.path(CATALOG_TABLE)),
+            "delta_version": result["version"],
+            "catalog_fingerprint": fingerprint,
+            "definition_fingerprints": MetadataValue.json(fingerprints),
+            "definition_changes": MetadataValue.json(changes),
+            "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
+            "committed": result["committed"],
+            "added": len(result["added"]),
+            "changed": len(result["changed"]),
+            "removed": len(result["removed"]),
+            "storage_backend": store.backend,
+            "specs_kept": "written" if specs_written else "unchanged",
+            "landing_first_day": first_day or "none (no day in the landing zone yet)",
+            "groups": len({m.group_id for m in catalog}),
+            "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
+            "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
+            "tables_created": sum(1 for v in synced.values() if v == "created"),
+            "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
+            "tables": MetadataValue.md(
+                markdown_table(
+                    ["table", "outcome"],
+                    [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
+                )
+            ),
+            "untyped_payloads": MetadataValue.md(
+                "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
+            ),
+            "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
+        }
+    )
 
 
 message_catalog = build_catalog_asset()
