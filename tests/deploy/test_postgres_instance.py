@@ -78,6 +78,13 @@ def _instance(env: dict):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _daemon(env: dict, log: Path) -> subprocess.Popen:
+    """`dagster-daemon run` of the workspace, as `make serve` starts it."""
+    with open(log, "wb") as sink:
+        return subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                                cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 POSTGRES_DEFAULT = """storage:
   postgres:
     postgres_db:
@@ -117,9 +124,7 @@ def test_backfills_run_through_the_queue_one_day_at_a_time(postgres, spark_conne
     env = {**_env(tmp_path, postgres), "CATALAKE_SPARK_MASTER": spark_connect}
     dagster = str(Path(sys.executable).parent / "dagster")
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as sink:
-        daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                                  cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = _daemon(env, log)
     try:
         # a 3-day backfill, the middle day once more, and the landing sensor, which requests the
         # demo's two landed days: three runs of 2026-11-21 and two of 2026-11-20 queued together
@@ -192,9 +197,7 @@ def test_a_sensor_run_killed_is_marked_failed_by_the_daemon_and_the_days_queue_m
     instance = DagsterInstance.get()
     dagster = str(Path(sys.executable).parent / "dagster")
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as sink:
-        daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                                  cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = _daemon(env, log)
     try:
         subprocess.run([dagster, "sensor", "start", "landing_sensor", "-w", "workspace.yaml"],
                        cwd=REPO, env=env, check=True, capture_output=True, timeout=180)

@@ -73,25 +73,9 @@ def merge_groups(files: Sequence[PartFile], target: int) -> list[list[PartFile]]
     partition is within its bound already."""
     if len(files) <= file_bound(sum(f.size for f in files), target):
         return []
-    small = [(i, f) for i, f in enumerate(files) if f.size < target]
-    count = file_bound(sum(f.size for _, f in small), target)
-    groups: list[list[tuple[int, PartFile]]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for i, f in sorted(small, key=lambda item: -item[1].size):
-        lightest = loads.index(min(loads))
-        groups[lightest].append((i, f))
-        loads[lightest] += f.size
-    return [[f for _, f in sorted(group)] for group in groups if len(group) > 1]
-
-
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """A batch with the merged file's columns: a column an older file lacks (added by schema
-    evolution since) is null."""
-    if batch.schema.equals(schema):
-        return batch
-    columns = [batch.column(f.name).cast(f.type) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
-               for f in schema]
-    return pa.record_batch(columns, schema=schema)
+    small = [f for f in files if f.size < target]
+    groups = pack([f.size for f in small], file_bound(sum(f.size for f in small), target))
+    return [[small[i] for i in group] for group in groups if len(group) > 1]
 
 
 def merge_bytes(merge: Merge) -> int:
