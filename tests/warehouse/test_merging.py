@@ -210,6 +210,12 @@ def test_a_full_run_of_several_spark_tasks_merges_each_table_within_the_bound_an
     assert within_bound(merged, 128 << 20) and max(len(f) for f in layout(merged).values()) == 1
     assert max(len(f) for f in layout(runs["unmerged"][0]).values()) >= 2
     assert table_hashes(merged.root) == table_hashes(runs["unmerged"][0].root)
+    # the merged-from files were swept after the commit: each partition folder holds what its table committed
+    from deltalake import DeltaTable
+
+    for folder in Path(merged.root).glob(f"**/event_date={DAY.isoformat()}"):
+        committed = {Path(u).name for u in DeltaTable(str(folder.parent)).file_uris()}
+        assert {p.name for p in folder.glob("*.parquet")} == committed, folder
 
 
 @pytest.mark.spark

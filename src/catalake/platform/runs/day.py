@@ -86,16 +86,18 @@ def classify_partition(
         raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
     progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
     # this run replaces the day's partitions: a stopped replay's commits are moot
-    with day_run(store, plan, tables, replace=True, sweep=True, progress=progress):
+    with day_run(store, plan, tables, replace=True, sweep=True, progress=progress) as sweep:
         clock = time.perf_counter()
         merged = execute(plan, tasks, session)
         seconds["job"] = time.perf_counter() - clock
         clock = time.perf_counter()
+        fed = set(merged.written)
         merged.written = bounded_files(session, store, plan, merged.written, target_file_bytes, progress)
         seconds["merge"] = time.perf_counter() - clock
         clock = time.perf_counter()
         ledger.forget(store.root, day)  # the day is read anew: what increments read is moot
         result = _commit(store, plan, tables, merged, progress)
+        sweep.committed(fed, {os.path.basename(f.path) for files in merged.written.values() for f in files})
         if only is None:  # every table now holds what these files hold: increments go on from here
             ledger.record_full(store.root, day, plan.run, files, merged.kept())
         seconds["commits"] = time.perf_counter() - clock
@@ -132,22 +134,36 @@ def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[str, lis
     return kept
 
 
+class Sweep:
+    """What a run's sweep looks at once it committed: the tables its tasks wrote files into
+    (a task attempt that failed or ran twice writes into no other) and the names of every file
+    it committed, so that no other table is listed and no table's log read."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names, self.files = list(names), None
+
+    def committed(self, tables: set[str], files: set[str]) -> None:
+        self.names, self.files = [n for n in self.names if n in tables], files
+
+
 @contextmanager
 def day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], *, replace: bool, sweep: bool, progress):
     """A run of the day, recorded while it runs (recovery.py): what killed runs and replays of the
     day left is removed first (`replace`: a stopped replay's journal is dropped too). The files of
     this run no commit took are removed after a failure, and after success when `sweep` (Spark
-    task attempts that failed or ran twice; local tasks run once)."""
+    task attempts that failed or ran twice; local tasks run once), of the tables and against the
+    files the yielded Sweep names once the run says what it committed."""
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
     recovery.recover_day(store, plan.day, names, replace=replace, progress=progress)
+    swept = Sweep(names)
     with recovery.recorded(store.root, plan.run, plan.day, kind="run"):
         try:
-            yield
+            yield swept
         except BaseException:
             recovery.remove_orphans(store, plan.run, plan.day, names)
             raise
         if sweep:
-            recovery.remove_orphans(store, plan.run, plan.day, names)
+            recovery.remove_orphans(store, plan.run, plan.day, swept.names, committed=swept.files)
 
 
 def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, progress) -> PartitionResult:

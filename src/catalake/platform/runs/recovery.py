@@ -33,7 +33,7 @@ import datetime as dt
 import json
 import os
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow.fs as pafs
 
@@ -227,10 +227,12 @@ def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
 
 # -- orphans, and the recovery of a day
 
-def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[str]) -> None:
+def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[str],
+                   committed: Iterable[str] | None = None) -> None:
     """Remove the files run `run` wrote into partition `day` of these tables that no commit took,
-    except those the day's journal names."""
-    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.root, day)))
+    except those the day's journal names (`committed`: the names of all the run committed, when
+    it just did: no log is read)."""
+    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.root, day)), committed=committed)
 
 
 def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replace: bool,

@@ -359,12 +359,15 @@ class DeltaStore:
             return None
         return self._table(name).transaction_version(app_id)
 
-    def remove_uncommitted(self, run: str, day, names: Sequence[str], keep: Iterable[str] = ()) -> None:
+    def remove_uncommitted(self, run: str, day, names: Sequence[str], keep: Iterable[str] = (),
+                           committed: Iterable[str] | None = None) -> None:
         """Remove the files run `run` wrote into partition `day` of these tables that no commit
         references (a failed run, a failed or duplicate task attempt), but for the file names in
-        `keep` (those a replay's journal names: recovery.remove_orphans). Other runs' files are
-        never touched: every file name carries its run."""
-        keep = set(keep)
+        `keep` (those a replay's journal names: recovery.remove_orphans). `committed`: the names
+        of every file the run committed, when the caller knows them (a run that just committed):
+        then no table's log is read. Other runs' files are never touched: every file name carries
+        its run."""
+        keep = set(keep) | set(committed or ())
         folder = f"{PARTITION_COLUMN}={partition_value(day)}"
         prefix = f"part-{run}-"
         for name in names:
@@ -375,7 +378,10 @@ class DeltaStore:
                     if i.base_name.startswith(prefix) and i.base_name not in keep]
             if not mine:
                 continue
-            live = {os.path.basename(u) for u in self._table(name).file_uris()} if self.exists(name) else set()
+            if committed is not None:
+                live: set[str] = set()
+            else:
+                live = {os.path.basename(u) for u in self._table(name).file_uris()} if self.exists(name) else set()
             for info in mine:
                 if info.base_name not in live:
                     filesystem.delete_file(info.path)
