@@ -37,6 +37,15 @@ def test_a_pid_given_to_another_process_is_not_the_owner():
     assert not judge(reused, heartbeat=None, since=None, lease=1).alive
 
 
+def test_a_process_of_another_boot_or_machine_of_the_same_name_is_judged_by_its_heartbeat():
+    me = Owner.current()
+    other_boot = Owner(me.host, me.pid, "another-boot/" + me.identity.rsplit("/", 1)[1])
+    now = 1_000_000.0
+    assert not other_boot.local
+    assert judge(other_boot, heartbeat=now - 10, since=None, lease=60, now=now).alive
+    assert not judge(other_boot, heartbeat=now - 100, since=None, lease=60, now=now).alive
+
+
 def test_a_killed_process_not_yet_reaped_is_gone():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -98,7 +98,10 @@ class Owner:
 
     @property
     def local(self) -> bool:
-        return self.host == socket.gethostname()
+        """Whether its process would be in this machine's process table: same host name and, where
+        it said, same boot (a machine of the same name, or this one before a reboot, is judged
+        by its heartbeat)."""
+        return self.host == socket.gethostname() and (not self.identity or self.identity.split("/")[0] == _boot_id())
 
     def describe(self) -> str:
         return f"process {self.pid} on {self.host}"
