@@ -82,6 +82,19 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     )
 
 
+@lru_cache(maxsize=1)
+def definitions_without_analytics() -> Definitions:
+    """The definitions `catalake run --no-analytics` runs: the environment's, without the dbt
+    project (built once a process: its runs rebuild their job from here, job_without_analytics)."""
+    return build_definitions(Settings.from_env(), analytics=False)
+
+
+def job_without_analytics(name: str):
+    """One job of definitions_without_analytics, as Dagster's execute_job rebuilds it in the
+    process that runs it (so the run gets the definitions' own, leased executor)."""
+    return definitions_without_analytics().resolve_job_def(name)
+
+
 @lru_cache
 def spark_resource(master: str, conf: tuple[tuple[str, str], ...]) -> SparkSessionResource:
     """One resource object per Spark setting: every instance of a project shares it (Dagster

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import uuid
 from contextlib import contextmanager
 
 PARTITION_TAG = "dagster/partition"
@@ -54,15 +53,16 @@ def wait_for_day(instance, partition: str, by: str = "catalake") -> None:
 
 
 class Launcher:
-    """Runs of the definitions' jobs in this process. With a persistent instance and the code
-    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
-    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot;
-    otherwise `execute_in_process` (the UI then warns that the loaded job may differ). A run of
-    a day first waits for the day's runs in progress."""
+    """Runs of the definitions' jobs in this process. With a persistent instance, through
+    Dagster's `execute_job` of a reconstructable job (`target`: its module and function): with the
+    code location's, the run records the job as the UI loads it, so "Re-execute" finds the same
+    job snapshot; and the run executes with the definitions' own executor, which holds its lease
+    (leases.py). With an instance in memory (no DAGSTER_HOME: no other process sees its runs),
+    `execute_in_process`. A run of a day first waits for the day's runs in progress."""
 
-    def __init__(self, defs, instance, from_location: bool):
+    def __init__(self, defs, instance, target: tuple[str, str] | None):
         self.defs, self.instance = defs, instance
-        self.from_location = from_location and instance.is_persistent
+        self.target = target if instance.is_persistent else None
 
     def reload(self) -> None:
         """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
@@ -75,7 +75,7 @@ class Launcher:
 
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
             run_config: dict | None = None):
-        from catalake.leases import command, leased, owner_tags, pass_dead_runs
+        from catalake.leases import HEARTBEAT_TAG, command, owner_tags, pass_dead_runs
 
         by = command((tags or {}).get("catalake/launched_by", "catalake"))
         if partition is not None:
@@ -83,20 +83,18 @@ class Launcher:
         else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
             pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
         tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts
-        if not self.from_location:  # Dagster's execute_in_process runs its own executor: the lease is held here
-            run_id = str(uuid.uuid4())  # a Dagster run id: known before the run exists, to lease it
-            with leased(self.instance, run_id):
-                return self.defs.resolve_job_def(job).execute_in_process(
-                    instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
-                    asset_selection=asset_selection, run_config=run_config, run_id=run_id)
+        if self.target is None:  # its own executor, which beats no heartbeat: none to go stale
+            tags = {k: v for k, v in tags.items() if k != HEARTBEAT_TAG}
+            return self.defs.resolve_job_def(job).execute_in_process(
+                instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
+                asset_selection=asset_selection, run_config=run_config)
         from dagster import build_reconstructable_job, execute_job
-
-        from catalake.instance import CODE_MODULE
 
         job_def = self.defs.resolve_job_def(job)
         if partition is not None:
-            tags = {**(tags or {}), **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
-        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
+            tags = {**tags, **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
+        module, function = self.target
+        reconstructable = build_reconstructable_job(module, function, reconstructable_args=(job,),
                                                     reconstructor_working_directory=os.getcwd())
         return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False,
                            asset_selection=asset_selection, run_config=run_config)
@@ -142,15 +140,20 @@ def launcher(settings, location: bool | None = None):
     `location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
-    from catalake.instance import dagster_instance, runs_of_code_location
-    from catalake.location import build_definitions
+    from catalake.instance import CODE_MODULE, dagster_instance, runs_of_code_location
+    from catalake.location import build_definitions, definitions_without_analytics
+    from catalake.platform.config import Settings
 
     instance = dagster_instance()
     if location is None:
         location = instance.is_persistent
     if location:
         from catalake.definitions import defs
+
+        target = (CODE_MODULE, "job_of_location")
+    elif settings == Settings.from_env():  # what job_without_analytics rebuilds
+        defs, target = definitions_without_analytics(), ("catalake.location", "job_without_analytics")
     else:
-        defs = build_definitions(settings, analytics=False)
+        defs, target = build_definitions(settings, analytics=False), None
     with runs_of_code_location(instance):  # the UI can re-execute them
-        yield Launcher(defs, instance, from_location=location), instance
+        yield Launcher(defs, instance, target), instance
