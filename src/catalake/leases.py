@@ -9,7 +9,9 @@ deploy/dagster.yaml holds the day's queued runs behind it. A run whose process i
   and `catalake/process` (the process's identity: a pid reused later is not the run's), set
   when its plan starts executing (`leased_in_process_executor`, the location's executor), and a
   heartbeat, the tag `catalake/heartbeat`, rewritten every quarter of the lease while it runs.
-  A run launched by a command carries the owner tags from its creation.
+  A run launched by a command carries the owner tags from its creation. The heartbeat beats only
+  while the plan executes: `add_run_tags` rewrites the run's record, which must not race the
+  run's own changes of status (started, ended), made before and after the plan.
 * `verdict` judges a run with the engine's one notion of liveness (platform/runs/liveness.py,
   the same the warehouse's run records are judged by): on the owner's host its process is there
   or gone; elsewhere its heartbeat is within the lease (CATALAKE_RUN_LEASE_SECONDS) or not.
