@@ -26,6 +26,7 @@ from catalake.defs.jobs import build_analytics_job
 from catalake.defs.message_assets import catalog_at_load
 from catalake.leases import leased_in_process_executor
 from catalake.defs.names import DEFAULT, SPARK, Names
+from catalake.platform.catalog import files_state
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -82,17 +83,22 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     )
 
 
+def definitions_without_analytics(settings: Settings) -> Definitions:
+    """The definitions `catalake run --no-analytics` runs, without the dbt project (built once
+    a process for the same settings and catalog files: its runs rebuild their job from here,
+    job_without_analytics)."""
+    return _definitions_without_analytics(settings, files_state([*settings.catalog, *settings.roots]))
+
+
 @lru_cache(maxsize=1)
-def definitions_without_analytics() -> Definitions:
-    """The definitions `catalake run --no-analytics` runs: the environment's, without the dbt
-    project (built once a process: its runs rebuild their job from here, job_without_analytics)."""
-    return build_definitions(Settings.from_env(), analytics=False)
+def _definitions_without_analytics(settings: Settings, catalog_state: tuple) -> Definitions:
+    return build_definitions(settings, analytics=False)
 
 
 def job_without_analytics(name: str):
-    """One job of definitions_without_analytics, as Dagster's execute_job rebuilds it in the
-    process that runs it (so the run gets the definitions' own, leased executor)."""
-    return definitions_without_analytics().resolve_job_def(name)
+    """One job of the environment's definitions_without_analytics, as Dagster's execute_job
+    rebuilds it in the process that runs it (so the run gets the definitions' own, leased executor)."""
+    return definitions_without_analytics(Settings.from_env()).resolve_job_def(name)
 
 
 @lru_cache

@@ -141,7 +141,7 @@ def launcher(settings, location: bool | None = None):
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
     from catalake.instance import CODE_MODULE, dagster_instance, runs_of_code_location
-    from catalake.location import build_definitions, definitions_without_analytics
+    from catalake.location import definitions_without_analytics
     from catalake.platform.config import Settings
 
     instance = dagster_instance()
@@ -151,9 +151,8 @@ def launcher(settings, location: bool | None = None):
         from catalake.definitions import defs
 
         target = (CODE_MODULE, "job_of_location")
-    elif settings == Settings.from_env():  # what job_without_analytics rebuilds
-        defs, target = definitions_without_analytics(), ("catalake.location", "job_without_analytics")
-    else:
-        defs, target = build_definitions(settings, analytics=False), None
+    else:  # job_without_analytics rebuilds the environment's: the settings of any other run in memory
+        defs = definitions_without_analytics(settings)
+        target = ("catalake.location", "job_without_analytics") if settings == Settings.from_env() else None
     with runs_of_code_location(instance):  # the UI can re-execute them
         yield Launcher(defs, instance, target), instance
