@@ -196,8 +196,12 @@ def test_a_sensor_run_killed_is_marked_failed_by_the_daemon_and_the_days_queue_m
 
     from dagster import DagsterInstance
 
+    # a database of its own: the landing sensor's cursor of the module's other tests is not this one's
+    createdb = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1] / "createdb"
+    subprocess.run([str(createdb), "-h", "127.0.0.1", "-p", str(postgres), "-U", "catalake", "leases"], check=True)
     # the sensor's increments as Spark jobs of a local master: a step that lives long enough to be killed at its start
-    env = {**_env(tmp_path, postgres), "CATALAKE_SPARK_MASTER": "local[2]", "CATALAKE_LOCAL_TASK_BYTES": "0"}
+    env = {**_env(tmp_path, postgres), "DAGSTER_PG_DB": "leases", "CATALAKE_SPARK_MASTER": "local[2]",
+           "CATALAKE_LOCAL_TASK_BYTES": "0"}
     for key, value in env.items():
         if key.startswith("DAGSTER_"):
             monkeypatch.setenv(key, value)
