@@ -26,7 +26,6 @@ from catalake.defs.jobs import build_analytics_job
 from catalake.defs.message_assets import catalog_at_load
 from catalake.leases import leased_in_process_executor
 from catalake.defs.names import DEFAULT, SPARK, Names
-from catalake.platform.catalog import files_state
 from catalake.platform.config import Settings
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
 
@@ -81,24 +80,6 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
         # a run says which process runs it and beats a heartbeat, so a dead one never holds its day.
         executor=leased_in_process_executor,
     )
-
-
-def definitions_without_analytics(settings: Settings) -> Definitions:
-    """The definitions `catalake run --no-analytics` runs, without the dbt project (built once
-    a process for the same settings and catalog files: its runs rebuild their job from here,
-    job_without_analytics)."""
-    return _definitions_without_analytics(settings, files_state([*settings.catalog, *settings.roots]))
-
-
-@lru_cache(maxsize=1)
-def _definitions_without_analytics(settings: Settings, catalog_state: tuple) -> Definitions:
-    return build_definitions(settings, analytics=False)
-
-
-def job_without_analytics(name: str):
-    """One job of the environment's definitions_without_analytics, as Dagster's execute_job
-    rebuilds it in the process that runs it (so the run gets the definitions' own, leased executor)."""
-    return definitions_without_analytics(Settings.from_env()).resolve_job_def(name)
 
 
 @lru_cache

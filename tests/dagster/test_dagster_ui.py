@@ -242,11 +242,10 @@ def _launch_and_look(tmp_path):
 
     import catalake.definitions
     from catalake.cli.launching import Launcher
-    from catalake.instance import CODE_MODULE
 
     with instance_for_test() as instance:
         defs = importlib.reload(catalake.definitions).defs  # the code location, as `catalake run` takes it
-        launcher = Launcher(defs, instance, (CODE_MODULE, "job_of_location"))
+        launcher = Launcher(defs, instance, from_location=True)
         with runs_of_code_location(instance):
             assert launcher.run("catalake_job").success
             run = launcher.run("events_job", DAY, asset_selection=DAILY_SELECTION)

@@ -53,16 +53,16 @@ def wait_for_day(instance, partition: str, by: str = "catalake") -> None:
 
 
 class Launcher:
-    """Runs of the definitions' jobs in this process. With a persistent instance, through
-    Dagster's `execute_job` of a reconstructable job (`target`: its module and function): with the
-    code location's, the run records the job as the UI loads it, so "Re-execute" finds the same
-    job snapshot; and the run executes with the definitions' own executor, which holds its lease
-    (leases.py). With an instance in memory (no DAGSTER_HOME: no other process sees its runs),
-    `execute_in_process`. A run of a day first waits for the day's runs in progress."""
+    """Runs of the definitions' jobs in this process. With a persistent instance and the code
+    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
+    job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot,
+    and it executes with the location's executor, which holds the run's lease (leases.py);
+    otherwise `execute_in_process` (the UI then warns that the loaded job may differ). A run of
+    a day first waits for the day's runs in progress."""
 
-    def __init__(self, defs, instance, target: tuple[str, str] | None):
+    def __init__(self, defs, instance, from_location: bool):
         self.defs, self.instance = defs, instance
-        self.target = target if instance.is_persistent else None
+        self.from_location = from_location and instance.is_persistent
 
     def reload(self) -> None:
         """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
@@ -83,18 +83,21 @@ class Launcher:
         else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
             pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
         tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts
-        if self.target is None:  # its own executor, which beats no heartbeat: none to go stale
+        if not self.from_location:
+            # Dagster's execute_in_process runs its own executor, which beats no heartbeat: none to go
+            # stale (the run is judged by its process on this host; elsewhere it is taken to live)
             tags = {k: v for k, v in tags.items() if k != HEARTBEAT_TAG}
             return self.defs.resolve_job_def(job).execute_in_process(
                 instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
                 asset_selection=asset_selection, run_config=run_config)
         from dagster import build_reconstructable_job, execute_job
 
+        from catalake.instance import CODE_MODULE
+
         job_def = self.defs.resolve_job_def(job)
         if partition is not None:
             tags = {**tags, **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
-        module, function = self.target
-        reconstructable = build_reconstructable_job(module, function, reconstructable_args=(job,),
+        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
                                                     reconstructor_working_directory=os.getcwd())
         return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False,
                            asset_selection=asset_selection, run_config=run_config)
@@ -140,19 +143,15 @@ def launcher(settings, location: bool | None = None):
     `location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
-    from catalake.instance import CODE_MODULE, dagster_instance, runs_of_code_location
-    from catalake.location import definitions_without_analytics
-    from catalake.platform.config import Settings
+    from catalake.instance import dagster_instance, runs_of_code_location
+    from catalake.location import build_definitions
 
     instance = dagster_instance()
     if location is None:
         location = instance.is_persistent
     if location:
         from catalake.definitions import defs
-
-        target = (CODE_MODULE, "job_of_location")
-    else:  # job_without_analytics rebuilds the environment's: the settings of any other run in memory
-        defs = definitions_without_analytics(settings)
-        target = ("catalake.location", "job_without_analytics") if settings == Settings.from_env() else None
+    else:
+        defs = build_definitions(settings, analytics=False)
     with runs_of_code_location(instance):  # the UI can re-execute them
-        yield Launcher(defs, instance, target), instance
+        yield Launcher(defs, instance, from_location=location), instance
