@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from catalake.platform.errors import CatalakeError
+from catalake.platform.errors import NoInstance
 
 LOCK_FILE = ".catalake-instance.lock"
 DEFAULT_CONFIG = Path(__file__).with_name("dagster.yaml")
@@ -60,9 +60,6 @@ def ensure_config(home: str) -> bool:
     partial.replace(target)  # another process reading it sees all of it or nothing
     return True
 
-
-class NoInstance(CatalakeError):
-    """DAGSTER_HOME names no folder."""
 
 
 def dagster_instance():

@@ -15,14 +15,14 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
-from catalake.defs.analytics_assets import DBT_TEMPLATE
+from catalake.platform.config import DBT_TEMPLATE
 from catalake.defs.jobs import DAILY_SELECTION
 from catalake.location import build_definitions
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.platform.warehouse.message_tables import message_tables
-from catalake.platform.warehouse.names import sql, warehouse_tables
+from catalake.platform.warehouse.queries import sql, warehouse_tables
 from support.paths import DEMO_CATALOG, REPO
 
 DAYS = ["2026-11-20", "2026-11-21"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from catalake.instance import NoInstance
-from catalake.platform import layouts, uris
+from catalake.platform import uris
+from catalake.platform.errors import CatalakeError
 
 from . import (
     catalog_commands as catalog,
@@ -26,7 +26,6 @@ from . import (
 from . import (
     warehouse_commands as warehouse,
 )
-from .usage import UsageError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -117,6 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (uris.LocationError, UsageError, layouts.LayoutError, NoInstance) as exc:  # a user's error: one line
+    except CatalakeError as exc:  # what a person can fix (platform/errors.py): its message, no traceback
         print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
         return 2

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from catalake.platform.errors import CatalakeError
+from catalake.platform.errors import UsageError
 
-
-class UsageError(CatalakeError):
-    """A user error: `main` prints it as one line and exits 2."""
 
 
 def date(text: str, flag: str):

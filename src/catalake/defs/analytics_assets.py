@@ -9,7 +9,6 @@ import os
 import shutil
 import sys
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetKey, DailyPartitionsDefinition
@@ -24,10 +23,6 @@ from catalake.platform.warehouse.message_tables import message_tables
 
 from .names import DEFAULT, Names
 
-# the generic project: the repository's dbt_project/, which the package links to and the wheel carries
-DBT_TEMPLATE = Path(os.environ.get("CATALAKE_DBT_PROJECT") or str(resources.files("catalake") / "dbt_project"))
-
-
 def dbt_project(settings: Settings, tables: list | None = None) -> DbtProject:
     """The configured catalog's dbt project (its message tables `tables`, read here when not
     given), prepared (only changed files are rewritten)."""
@@ -36,7 +31,7 @@ def dbt_project(settings: Settings, tables: list | None = None) -> DbtProject:
             tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
         except CatalogError:
             tables = []  # the code location still loads; the catalog job reports the problems
-    folder = prepare_project(DBT_TEMPLATE, settings.dbt_dir, tables)
+    folder = prepare_project(settings.dbt_template, settings.dbt_dir, tables)
     return DbtProject(project_dir=folder, profiles_dir=folder)
 
 

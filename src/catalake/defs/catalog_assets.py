@@ -24,6 +24,7 @@ from catalake.platform.warehouse.message_tables import (
     table_fingerprint,
 )
 
+from .failures import failing_plainly
 from .load_state import keep_first_day, keep_specs
 from .message_assets import CatalogAtLoad, message_specs
 from .metadata import code_version, column_schema
@@ -69,6 +70,7 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
            code_version=code_version(catalake.platform.catalog, catalake.platform.warehouse.catalog_table,
                                      catalake.platform.warehouse.message_tables, catalake.platform.schemas,
                                      catalake.platform.warehouse.evolution))
+    @failing_plainly
     def message_catalog(context: AssetExecutionContext) -> MaterializeResult:
         """The xRegistry message catalog as a table: one row per (group, message) definition.
 

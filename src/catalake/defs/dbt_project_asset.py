@@ -13,6 +13,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from catalake.platform.config import Settings
 
+from .failures import failing_plainly
 from .message_assets import CatalogAtLoad
 from .names import DEFAULT, Names
 
@@ -37,6 +38,7 @@ def manifest_at_load(settings: Settings, loaded: CatalogAtLoad) -> Path | None:
 def build_dbt_project_asset(settings: Settings, names: Names = DEFAULT):
     @asset(key=names.dbt_project, group_name=names.group_of("analytics"), kinds={"dbt"}, deps=[names.catalog],
            tags={"layer": "analytics"}, required_resource_keys=names.resource_keys("catalog_source"))
+    @failing_plainly
     def dbt_project(context: AssetExecutionContext) -> MaterializeResult:
         """The catalog's dbt project: the generic models with a `sources.yml` naming every message
         table (and the dead-letter and catalog tables), prepared under the warehouse's `dbt/`

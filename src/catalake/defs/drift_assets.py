@@ -22,6 +22,7 @@ from catalake.platform.runs.replay import replay_partition
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
 from .event_assets import table_location
+from .failures import failing_plainly
 from .names import DEFAULT, Names
 
 DRIFT_DIR = "drift"
@@ -31,6 +32,7 @@ def build_drift_asset(partitions_def: DailyPartitionsDefinition, names: Names = 
     @asset(key=names.key("catalog_drift"), partitions_def=partitions_def, deps=[names.deadletter],
            group_name=names.group_of("catalog"), kinds={"python"}, tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("warehouse"))
+    @failing_plainly
     def catalog_drift(context: AssetExecutionContext) -> MaterializeResult:
         """What producers sent that day that no definition describes: the `no_match` dead letters
         grouped by CloudEvents type and protocol, with source/subject/topic generalized into URI
@@ -60,6 +62,7 @@ def build_drift_asset(partitions_def: DailyPartitionsDefinition, names: Names = 
 def build_replay_job(partitions_def: DailyPartitionsDefinition, names: Names = DEFAULT):
     @op(name=names.of("replay_dead_letters"),
         required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
+    @failing_plainly
     def replay_dead_letters(context: OpExecutionContext) -> None:
         """Re-matches the day's dead letters against the current catalog and moves every record that
         now matches into its table (the day stays conserved; a second replay moves nothing). Each

@@ -32,9 +32,10 @@ from catalake.platform.config import Settings
 from catalake.platform.maintenance import compact_day, vacuum_warehouse
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-from catalake.platform.warehouse.names import warehouse_tables
+from catalake.platform.warehouse.queries import warehouse_tables
 from catalake.resources import CatalogSource
 
+from .failures import failing_plainly
 from .names import DEFAULT, Names
 
 MAINTAIN_OP = "maintain_day"
@@ -52,6 +53,7 @@ class MaintenanceConfig(Config):
 
 def build_maintenance_job(settings: Settings, partitions_def, names: Names = DEFAULT):
     @op(name=names.of(MAINTAIN_OP), required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
+    @failing_plainly
     def maintain_day(context: OpExecutionContext, config: MaintenanceConfig) -> None:
         """Compacts the day's partition of every table whose files exceed ceil(bytes / target)
         (a Delta commit that changes no row: the rows merged are the rows read, and a partition

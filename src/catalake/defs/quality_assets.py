@@ -15,6 +15,7 @@ import catalake.platform.records.attributes
 from catalake.display import markdown_table
 from catalake.platform.catalog import CatalogError
 
+from .failures import failing_plainly
 from .metadata import code_version
 from .names import DEFAULT, Names
 
@@ -28,6 +29,7 @@ def build_suites_asset(names: Names = DEFAULT):
            deps=[names.catalog], tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("catalog_source", "warehouse"),
            code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))
+    @failing_plainly
     def expectation_suites(context: AssetExecutionContext) -> MaterializeResult:
         """One Great Expectations suite per message definition, generated from the catalog: required
         attributes not null, constant values, uritemplates as regexes, declared attribute types, and
@@ -69,6 +71,7 @@ def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, names: Name
     @asset(key=names.key(DATA_DOCS_KEY), group_name=names.group_of("quality"), kinds={"great_expectations"},
            partitions_def=partitions_def, deps=[names.deadletter], tags={"layer": "quality"},
            required_resource_keys=names.resource_keys("warehouse"), backfill_policy=BackfillPolicy.single_run())
+    @failing_plainly
     def data_docs(context: AssetExecutionContext) -> MaterializeResult:
         """The Great Expectations data docs of one day: a validation page per table the day fed
         (every expectation with its records evaluated, unexpected ones and examples, from the

@@ -11,6 +11,7 @@ from dagster import Config, DailyPartitionsDefinition, OpExecutionContext, job, 
 from catalake.platform.quality.referee import validate_stored
 
 from .checks import check_evaluation, check_targets
+from .failures import failing_plainly
 from .names import DEFAULT, Names
 
 
@@ -23,6 +24,7 @@ class ValidationConfig(Config):
 def build_validate_job(partitions_def: DailyPartitionsDefinition, names: Names = DEFAULT):
     @op(name=names.of("validate_stored_partition"),
         required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
+    @failing_plainly
     def validate_stored_partition(context: OpExecutionContext, config: ValidationConfig) -> None:
         """Runs each stored table's expectation suite with Great Expectations' own Spark checkpoint on
         the partition. Each outcome is an evaluation of the table's `expectations` check for the

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -10,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from . import layouts, uris
+from .errors import SettingsError
 
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
 # GX data docs site inside the warehouse (referee.py builds it)
@@ -18,20 +22,112 @@ SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
 GX_SUITES = Path("gx") / "expectations"  # the GX context's suite store
 VALIDATIONS = Path("gx") / "uncommitted" / "validations"  # the GX context's validation results store
 ENGINES = ("spark", "local")  # CATALAKE_ENGINE
+DELTA_BACKENDS = ("auto", "delta-spark", "delta-rs")  # CATALAKE_DELTA_BACKEND
+DBT_TEMPLATE = Path(str(resources.files("catalake") / "dbt_project"))  # CATALAKE_DBT_PROJECT
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|sc|k8s|mesos)://\S+|yarn")
+LEASE_VARIABLE, LEASE_SECONDS = "CATALAKE_RUN_LEASE_SECONDS", 120  # runs/liveness.py
 GX_VERSION = "1.24.1"  # the pinned great-expectations, named in the validation results written without importing it
 
 
-def _positive(env: dict[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
+# One `CATALAKE_*` variable read: each kind of value, its default when unset, and its rule; a
+# value that cannot be used is a `SettingsError` naming the variable, the value and what it must be.
+
+def paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip())
+
+
+def whole_number(env: dict[str, str], name: str, default: int, least: int = 1) -> int:
+    """A whole-number setting of at least `least`, or its default when unset."""
+    raw = (env.get(name) or "").strip()
     if not raw:
         return default
-    if not raw.strip().isdigit() or int(raw) < 1:
-        raise ValueError(f"{name}: {raw!r} is not a positive whole number")
+    if not raw.isdigit() or int(raw) < least:
+        kind = "positive whole number" if least == 1 else f"whole number of at least {least}"
+        raise SettingsError(f"{name}: {raw!r} is not a {kind}")
     return int(raw)
 
 
-def _paths(raw: str) -> tuple[Path, ...]:
-    return tuple(Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip())
+def number(env: dict[str, str], name: str, default: float) -> float:
+    """A non-negative number setting, or its default when unset."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise SettingsError(f"{name}: {raw!r} is not a number of at least 0")
+    return value
+
+
+def switch(env: dict[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw not in _TRUE + _FALSE:
+        raise SettingsError(f"{name}: {raw!r} is not one of {', '.join(_TRUE + _FALSE)}")
+    return raw in _TRUE
+
+
+def choice(env: dict[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise SettingsError(f"{name}: {raw!r} is not one of {', '.join(choices)}")
+    return raw
+
+
+def day(env: dict[str, str], name: str) -> str | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        if len(raw) == 10:
+            return dt.date.fromisoformat(raw).isoformat()
+    except ValueError:
+        pass
+    raise SettingsError(f"{name}: {raw!r} is not a day (YYYY-MM-DD)")
+
+
+def location(env: dict[str, str], name: str, default: str) -> str:
+    """A local folder or a URI of a store catalake can open."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if uris.is_remote(raw) and not uris.openable(raw.split("://", 1)[0].lower()):
+        raise SettingsError(f"{name}: {raw!r}: no filesystem for its scheme (a local folder, s3://, gs://, abfss://, "
+                            f"or a scheme an installed fsspec package provides)")
+    return uris.normalize(raw)
+
+
+def folder(env: dict[str, str], name: str) -> Path | None:
+    """A folder catalake creates when missing; never a file."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise SettingsError(f"{name}: {raw!r} is a file, not a folder")
+    return path
+
+
+def spark_master(env: dict[str, str], name: str, default: str) -> str:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not SPARK_MASTER.fullmatch(raw):
+        raise SettingsError(f"{name}: {raw!r} is not a Spark master (local[*], local[N], spark://host:port, "
+                            f"sc://host:port for Spark Connect, yarn, k8s://...)")
+    return raw
+
+
+def run_lease_seconds(env: dict[str, str] | None = None) -> int:
+    """How long a run on another host may go without a heartbeat (runs/liveness.py): read from
+    the environment by any process, the daemon's run launcher too, which has no Settings."""
+    return whole_number(dict(os.environ if env is None else env), LEASE_VARIABLE, LEASE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -61,6 +157,8 @@ class Settings:
                            (default: the catalog's own folders; nothing else is ever read)
     CATALAKE_DBT_DIR       where the catalog's dbt project is prepared, with dbt's target/ and
                            logs (default: <warehouse>/dbt)
+    CATALAKE_DBT_PROJECT   the dbt project the catalog's is prepared from (default: the bundled
+                           one, catalake/dbt_project)
     CATALAKE_RECORD_EMPTY  '1' (default): a partition run records a 0-row materialization for
                            every table the day does not feed, so Dagster shows the day as
                            processed; '0' skips them (Dagster stores each event: about 13 ms
@@ -106,6 +204,7 @@ class Settings:
     schema_roots: tuple[Path, ...] = ()
     start_date: str | None = None  # CATALAKE_START_DATE; else the landing's first day (landing.listing.start_date)
     dbt: Path | None = None
+    dbt_template: Path = DBT_TEMPLATE
     record_empty: bool = True
     local_dir: Path | None = None
     engine: str = "spark"
@@ -123,7 +222,7 @@ class Settings:
         object.__setattr__(self, "warehouse", uris.normalize(self.warehouse))
         layouts.parse(self.layout)  # a layout that cannot be used fails here, naming the rule
         if self.engine not in ENGINES:
-            raise ValueError(f"CATALAKE_ENGINE: {self.engine!r} is not one of {', '.join(ENGINES)}")
+            raise SettingsError(f"CATALAKE_ENGINE: {self.engine!r} is not one of {', '.join(ENGINES)}")
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -140,31 +239,39 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        """The settings of the environment: every `CATALAKE_*` value is checked here, and one that
+        cannot be used is a `SettingsError` naming the variable, the value and the rule."""
         env = dict(os.environ if env is None else env)
         default = cls()
-        landing = uris.normalize(env.get("CATALAKE_LANDING") or default.landing)
-        layout = (env.get("CATALAKE_LANDING_LAYOUT") or default.layout).strip()
+        uris.storage_options(env)  # read where it is used; checked here with the rest
+        run_lease_seconds(env)  # likewise (runs/liveness.py)
+        template = folder(env, "CATALAKE_DBT_PROJECT")
+        if template is not None and not (template / "dbt_project.yml").is_file():
+            raise SettingsError(f"CATALAKE_DBT_PROJECT: {str(template)!r} holds no dbt_project.yml")
         return cls(
-            catalog=_paths(env["CATALAKE_CATALOG"]) if env.get("CATALAKE_CATALOG") else default.catalog,
-            landing=landing,
-            layout=layout,
-            warehouse=env.get("CATALAKE_WAREHOUSE") or default.warehouse,
-            spark_master=env.get("CATALAKE_SPARK_MASTER") or default.spark_master,
+            # paths are the catalog's to check: a missing one is a problem of the catalog, which
+            # the code location still loads with (the catalog job reports it)
+            catalog=paths(env.get("CATALAKE_CATALOG") or "") or default.catalog,
+            landing=location(env, "CATALAKE_LANDING", default.landing),
+            layout=(env.get("CATALAKE_LANDING_LAYOUT") or default.layout).strip(),
+            warehouse=location(env, "CATALAKE_WAREHOUSE", default.warehouse),
+            spark_master=spark_master(env, "CATALAKE_SPARK_MASTER", default.spark_master),
             spark_conf=spark_conf(env.get("CATALAKE_SPARK_CONF", "")),
-            delta_backend=env.get("CATALAKE_DELTA_BACKEND") or default.delta_backend,
-            schema_roots=_paths(env.get("CATALAKE_SCHEMA_ROOTS", "")),
-            start_date=env.get("CATALAKE_START_DATE") or None,
-            dbt=Path(env["CATALAKE_DBT_DIR"]).expanduser().absolute() if env.get("CATALAKE_DBT_DIR") else None,
-            record_empty=env.get("CATALAKE_RECORD_EMPTY", "1").strip().lower() not in ("0", "false", "no", "off"),
-            local_dir=Path(env["CATALAKE_LOCAL_DIR"]).expanduser().absolute() if env.get("CATALAKE_LOCAL_DIR") else None,
-            engine=(env.get("CATALAKE_ENGINE") or default.engine).strip().lower(),
-            local_task_bytes=int(env.get("CATALAKE_LOCAL_TASK_BYTES") or default.local_task_bytes),
+            delta_backend=choice(env, "CATALAKE_DELTA_BACKEND", default.delta_backend, DELTA_BACKENDS),
+            schema_roots=paths(env.get("CATALAKE_SCHEMA_ROOTS") or ""),
+            start_date=day(env, "CATALAKE_START_DATE"),
+            dbt=folder(env, "CATALAKE_DBT_DIR"),
+            dbt_template=template or default.dbt_template,
+            record_empty=switch(env, "CATALAKE_RECORD_EMPTY", default.record_empty),
+            local_dir=folder(env, "CATALAKE_LOCAL_DIR"),
+            engine=choice(env, "CATALAKE_ENGINE", default.engine, ENGINES),
+            local_task_bytes=whole_number(env, "CATALAKE_LOCAL_TASK_BYTES", default.local_task_bytes, least=0),
             owners=tuple(o.strip() for o in env.get("CATALAKE_OWNERS", "").split(",") if o.strip()),
-            target_file_bytes=_positive(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
-            compact_files=_positive(env, "CATALAKE_COMPACT_FILES", default.compact_files),
-            retention_hours=float(env.get("CATALAKE_RETENTION_HOURS") or default.retention_hours),
-            commit_threads=_positive(env, "CATALAKE_COMMIT_THREADS", default.commit_threads),
-            increment_seconds=_positive(env, "CATALAKE_INCREMENT_SECONDS", default.increment_seconds),
+            target_file_bytes=whole_number(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
+            compact_files=whole_number(env, "CATALAKE_COMPACT_FILES", default.compact_files),
+            retention_hours=number(env, "CATALAKE_RETENTION_HOURS", default.retention_hours),
+            commit_threads=whole_number(env, "CATALAKE_COMMIT_THREADS", default.commit_threads),
+            increment_seconds=whole_number(env, "CATALAKE_INCREMENT_SECONDS", default.increment_seconds),
         )
 
     def local_bytes(self, incremental: bool) -> int:
@@ -198,7 +305,7 @@ def spark_conf(raw: str) -> tuple[tuple[str, str], ...]:
     for item in raw.split():
         key, sep, value = item.partition("=")
         if not sep or not key.startswith("spark.") or not value:
-            raise ValueError(f"CATALAKE_SPARK_CONF: {item!r} is not a spark.<key>=<value> pair")
+            raise SettingsError(f"CATALAKE_SPARK_CONF: {item!r} is not a spark.<key>=<value> pair")
         pairs.append((key, value))
     return tuple(pairs)
 

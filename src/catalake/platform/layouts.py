@@ -31,7 +31,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from .errors import CatalakeError
+from .errors import LayoutError
 
 NAMED = {
     "day": "{date}",
@@ -47,9 +47,6 @@ PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 FIELD_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 HIVE_KEY = r"(?:[A-Za-z_][A-Za-z0-9_]*=)?"
 
-
-class LayoutError(CatalakeError, ValueError):
-    """A layout setting that cannot be used; the message names the setting and the rule."""
 
 
 @dataclass(frozen=True)

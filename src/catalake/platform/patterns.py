@@ -28,7 +28,7 @@ from re2 import (
     _re2,  # the binding itself: re2.py builds match objects and offsets (9 us a value), we need yes or no (1.7 us)
 )
 
-from .errors import CatalakeError
+from .errors import PatternError, PatternTimeout
 
 NAMED_GROUP = re.compile(r"(?<!\\)\(\?<([A-Za-z_][A-Za-z0-9_]*)>")
 UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9A-Fa-f]{4})")
@@ -47,19 +47,6 @@ SEEN_VALUES, SEEN_LENGTH = 4096, 64  # verdicts kept per pattern: at most this m
 MISSING = object()
 
 
-class PatternError(CatalakeError, ValueError):
-    """A pattern the classifier and GX would not read as ECMA 262 does."""
-
-
-class PatternTimeout(CatalakeError):
-    """A value that took a backtracking pattern longer than its budget: its record is a
-    `pattern_timeout` dead letter, never a stalled task."""
-
-    def __init__(self, pattern: str, where: str, length: int):
-        self.pattern, self.where = pattern, where
-        field = f"{where}: " if where else ""
-        super().__init__(f"{field}a value of {length} character(s) took over {BUDGET_SECONDS} s to match the pattern "
-                         f"{pattern!r}, which backtracks ({backtracking_construct(pattern)}); it was not evaluated")
 
 
 class LinearPattern:
@@ -99,7 +86,8 @@ class BudgetedPattern:
         try:
             return True if self._compiled.search(text, timeout=BUDGET_SECONDS) is not None else None
         except TimeoutError:
-            raise PatternTimeout(self.pattern, self.where, len(text)) from None
+            raise PatternTimeout(self.pattern, self.where, len(text), BUDGET_SECONDS,
+                                 backtracking_construct(self.pattern)) from None
 
     def __reduce__(self):
         return compile_pattern, (self.pattern, self.where)

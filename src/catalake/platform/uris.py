@@ -26,16 +26,14 @@ from urllib.parse import urlparse
 import pyarrow as pa
 from pyarrow import fs as pafs
 
-from .errors import CatalakeError
+from .errors import LocationError
 
 OPTIONS_VARIABLE = "CATALAKE_STORAGE_OPTIONS"
 # the environment variables of the stores pyarrow and delta-rs read
 STORAGE_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "HADOOP_", OPTIONS_VARIABLE)
+NATIVE_SCHEMES = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")  # pyarrow's filesystems
 _SECRET = re.compile(r"secret|token|password|key|credential|sas|signature", re.IGNORECASE)
 
-
-class LocationError(CatalakeError, RuntimeError):
-    """A location that cannot be reached or read: the message names the URI and the cause."""
 
 
 def normalize(raw: str | os.PathLike) -> str:
@@ -46,6 +44,17 @@ def normalize(raw: str | os.PathLike) -> str:
     if is_remote(text):
         return text.rstrip("/")
     return os.path.abspath(os.path.expanduser(text))
+
+
+def openable(scheme: str) -> bool:
+    """A store scheme catalake can open: pyarrow's own, else one fsspec knows (see `filesystem`)."""
+    if scheme in NATIVE_SCHEMES:
+        return True
+    try:
+        import fsspec
+    except ImportError:
+        return False
+    return scheme in fsspec.available_protocols()
 
 
 def is_remote(location: str) -> bool:
@@ -80,9 +89,9 @@ def relative(base: str, location: str) -> str:
     return os.path.relpath(location, base).replace(os.sep, "/")
 
 
-def storage_options() -> dict[str, str]:
+def storage_options(env: dict[str, str] | None = None) -> dict[str, str]:
     """delta-rs storage options from CATALAKE_STORAGE_OPTIONS (the environment does the rest)."""
-    raw = os.environ.get(OPTIONS_VARIABLE, "").strip()
+    raw = (os.environ if env is None else env).get(OPTIONS_VARIABLE, "").strip()
     if not raw:
         return {}
     try:

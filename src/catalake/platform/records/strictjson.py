@@ -14,19 +14,12 @@ import re
 
 import orjson
 
-from ..errors import CatalakeError
+from ..errors import NotJson
 
 MAX_DEPTH = 128  # nesting levels of a landed record (objects and arrays)
 
 _NOT_A_NUMBER = re.compile(rb"-?(NaN|Infinity)")
 
-
-class NotJson(CatalakeError, ValueError):
-    """A landed record that is not strict JSON: `reason` (a dead-letter reason) and `detail`."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason, self.detail = reason, detail
 
 
 def loads(raw: bytes | str):

@@ -29,17 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
-LEASE_SECONDS = 120  # CATALAKE_RUN_LEASE_SECONDS
-LEASE_ENV = "CATALAKE_RUN_LEASE_SECONDS"
-
-
-def lease_seconds(env=None) -> int:
-    """The lease of the environment (CATALAKE_RUN_LEASE_SECONDS), for a process that has no
-    Settings at hand (the daemon's run launcher)."""
-    from ..config import _positive
-
-    return _positive(dict(os.environ if env is None else env), LEASE_ENV, LEASE_SECONDS)
-
+from ..config import LEASE_SECONDS
+from ..config import run_lease_seconds as lease_seconds
 
 def _boot_id() -> str:
     try:

@@ -41,31 +41,16 @@ from pyspark.sql.types import (
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
-from ..errors import CatalakeError
-from ..patterns import PatternError, compile_pattern
+from ..errors import EndlessReference, InvalidConstraint, NeverFollowed, PatternError, SchemaError
+from ..patterns import compile_pattern
 from . import keys
 from .unions import JSON_STRING, union_type
 
 MAX_DEPTH = 16
 
 
-class SchemaError(CatalakeError, ValueError):
-    """A data schema that cannot be mapped or resolved."""
 
 
-class InvalidConstraint(SchemaError):
-    """A constraint whose value its keyword does not allow (JSON Schema validation vocabulary):
-    an error of the catalog, since the checks and expectations built from it could never run."""
-
-
-class NeverFollowed(SchemaError):
-    """A reference to the network or to a file (`http://...`, `file:///...`): never followed, an
-    error of the catalog wherever it is written (a `dataschemauri`, a `$ref` inside a schema)."""
-
-
-class EndlessReference(InvalidConstraint):
-    """A `$ref` cycle that reads no data (`{"$ref": "#"}`): no validator can finish it, so it is
-    an error of the catalog rather than a verdict that depends on who validates."""
 
 
 NEVER_FOLLOWED = ("http", "https", "ftp", "ws", "wss", "file")

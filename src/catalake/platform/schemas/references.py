@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import split_pointer
-from .json_schema import NeverFollowed, SchemaError
+from ..errors import ForbiddenReference, NeverFollowed, SchemaError, SchemaReferenceError, split_pointer
 from .languages import Language, language_of
 from .registry import find_schema, registry_reference, split_reference, version_content
 
@@ -41,13 +40,6 @@ class Referring(Protocol):
     def xid(self) -> str: ...
 
 
-class SchemaReferenceError(SchemaError):
-    """A data schema reference that cannot be followed."""
-
-
-class ForbiddenReference(SchemaReferenceError, NeverFollowed):
-    """A data schema reference that must not be followed (the network, or a file outside the
-    configured roots): an error of the catalog, never a table left untyped."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
 from .. import uris
-from ..errors import StorageError
+from ..errors import AlreadyCommitted, Conflict, StorageError
 from .files import WrittenFile, partition_value, remove_files
 
 COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
@@ -158,12 +158,6 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
     raise AssertionError("unreachable")
 
 
-class AlreadyCommitted(StorageError):
-    """An append whose application transaction another writer committed first."""
-
-
-class Conflict(StorageError):
-    """A compaction whose partition another writer changed: nothing was committed."""
 
 
 def commit_compaction(root: str, removed: list[WrittenFile], added: list[WrittenFile], table: DeltaTable,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from ..errors import CatalakeError
+from ..errors import EvolutionError
 from ..schemas import keys
 
 
@@ -34,11 +34,6 @@ class Refusal:
             f"declare a new versionid on the definition to start a new table"
         )
 
-
-class EvolutionError(CatalakeError, ValueError):
-    def __init__(self, refusals: list[Refusal]):
-        self.refusals = refusals
-        super().__init__("\n".join(str(r) for r in refusals))
 
 
 def is_required(field: StructField) -> bool:

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import uris
+from ..errors import MergeError
 from ..spark import is_session
 from .files import PartFile, filesystem_of
 
@@ -186,7 +187,7 @@ def merge_files(warehouse: str, merge: Merge, filesystem=None, base: str | None 
     expected = sum(f.rows for f in merge.inputs)
     if rows != expected:  # the inputs' footers and the log disagree: merge nothing
         filesystem.delete_file(path)
-        raise ValueError(f"{merge.table}: merging {len(merge.inputs)} file(s) read {rows} rows, expected {expected}")
+        raise MergeError(f"{merge.table}: merging {len(merge.inputs)} file(s) read {rows} rows, expected {expected}")
     return PartFile(merge.output, size, rows)
 
 
