@@ -53,7 +53,7 @@ def test_candidates_are_told_apart_by_their_data_schemas(tmp_path):
     assert resolved["none"].status == MatchStatus.REJECTED
 
 
-def test_a_payload_no_candidate_accepts_is_a_schema_violation_naming_each_candidates_first_violation(tmp_path):
+def test_a_payload_no_candidate_accepts_is_a_schema_violation_naming_each_candidates_violations(tmp_path):
     c = classifier(tmp_path)
     landed = tmp_path / "day.jsonl"
     landed.write_text("\n".join(json.dumps(event(n, data)) for n, data in enumerate([{"c": 1}, {"a": 1, "b": 2}])) + "\n")
@@ -67,6 +67,8 @@ def test_a_payload_no_candidate_accepts_is_a_schema_violation_naming_each_candid
     assert "acme.TwinA: data: 'a' is a required property" in violation["detail"]
     assert "acme.TwinB: data: 'b' is a required property" in violation["detail"]
     assert len(violation["candidates"]) == 2
+    # each candidate's broken expectations, as a single candidate's row names its own
+    assert violation["expectations"] == [f"{xid}#data.{key}:required" for xid, key in zip(violation["candidates"], "ab")]
     assert rows["e1"]["reason"] == "ambiguous"
 
 

@@ -257,6 +257,12 @@ class SuiteCheck:
             self.types.add_example(type_errors[0][1], source_file, source_line)
         return [self._example(i, row, source_file, source_line) for i in failed] if failed else []
 
+    def failures(self, row: dict) -> list[tuple[Expectation, Any]]:
+        """The ERROR expectations a row fails, counted nowhere: a candidate's verdict on a record
+        that went to none of several candidates (its row never reaches the table)."""
+        scratch = [[0, 0, 0] for _ in self.expectations]
+        return [(self.expectations[i], _get(row, self.expectations[i].path)) for i in self._errors(row, scratch)]
+
     def kept(self, row: dict, source_file: str, source_line: int) -> None:
         """Evaluates the WARN expectations of a row that was written to the table."""
         for i in self._warnings(row, self.counts):

@@ -49,7 +49,8 @@ from ..uris import adopt, relative
 from ..warehouse.arrowschemas import arrow_schema
 from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, DeadLetterRow
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable
+from ..warehouse.files import PARTITION_COLUMN
+from ..warehouse.message_tables import MessageTable
 from .plan import Plan
 from .taskio import TaskOutput, TaskResult, remove_dead_spills
 
@@ -370,9 +371,10 @@ class Classifier:
             if self.writes(spec.name):
                 self._add(spec.name, spec.schema, checked.values)
 
-    def typed(self, rec: Record, m: Match, source_file: str, line: int) -> "Checked":
+    def typed(self, rec: Record, m: Match, source_file: str, line: int, counted: bool = True) -> "Checked":
         """A matched record as its table's row, typed as GX would see it (a value of the wrong
-        kind is null), with the ERROR expectations it fails: what the table gets if it is kept."""
+        kind is null), with the ERROR expectations it fails: what the table gets if it is kept.
+        Not `counted`: the suite's tallies are left as they were (a candidate it did not go to)."""
         spec = self.spec(m.winner.idx)
         value, undecodable = spec.source(rec)
         type_errors: list = []
@@ -382,7 +384,7 @@ class Classifier:
             values[spec.fields_index] = self.fields
         row = dict(zip(spec.names, values))
         found = spec.jsonschema_errors(value, type_errors) if spec.jsonschema is not None and value is not None else []
-        failed = spec.suite.check(row, type_errors + found, source_file, line)
+        failed = spec.suite.check(row, type_errors + found, source_file, line) if counted else spec.suite.failures(row)
         named = {e.id for e, _ in failed}  # a required property the suite names already
         type_errors += [f for f in found if f[0] not in named]
         return Checked(spec, values, row, type_errors, failed, undecodable)
@@ -423,11 +425,23 @@ class Classifier:
         elif m.status == MatchStatus.AMBIGUOUS:
             self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
         elif m.status == MatchStatus.REJECTED:
-            self.deadletter("schema_violation", m.detail, source_file, line, raw, rec, candidates)
+            self.deadletter("schema_violation", m.detail, source_file, line, raw, rec, candidates, self.broken_by_each(rec, m))
         else:
             detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
                       f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
             self.deadletter("no_match", detail, source_file, line, raw, rec, candidates)
+
+    def broken_by_each(self, rec: Record, m: Match) -> list[str]:
+        """The expectations each of several candidates finds broken by a record none of them
+        accepts, as `<candidate xid>#<expectation id>`: what a single candidate's row names, per
+        candidate (checked without counting: the record is in none of their tables)."""
+        broken: list[str] = []
+        for d in m.candidates:
+            one = Match(MatchStatus.MATCHED, d, m.candidates, placeholders=dict(placeholder_pairs(d, rec)))
+            checked = self.typed(rec, one, "", 0, counted=False)
+            if not checked.undecodable:
+                broken += [f"{d.xid}#{rule}" for rule in failure_detail(checked.type_errors, checked.failed, 0)[1]]
+        return broken
 
     def resolve(self, rec: Record, m: Match) -> Match:
         """Several candidates, none derived from the others: their data schemas decide (one accepts:

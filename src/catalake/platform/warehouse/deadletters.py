@@ -56,7 +56,8 @@ SCHEMA = StructType([
     _c("event_date", DateType(), False, "Landing partition (day) the record came from."),
     _c("expectations", ArrayType(StringType(), False), True,
        "For schema_violation: the rules the record broke, as `<column>:<rule>` (the expectation ids of its suite, "
-       "and `<path>:type` for a value of the wrong kind)."),
+       "and `<path>:type` for a value of the wrong kind); for a record several definitions matched and none accepted, "
+       "each candidate's, as `<candidate xid>#<column>:<rule>`."),
     _c("source_fields", MapType(StringType(), StringType(), True), True, SOURCE_FIELDS),
 ])
 
