@@ -51,7 +51,7 @@ test: $(BIN)/.installed browser
 
 # the pure Python tier (no JVM): under two minutes, run it often
 test-fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -m "not spark and not project"
+	$(BIN)/python -m pytest -m "not spark and not project and not repeated"
 
 dev: $(BIN)/.installed
 	mkdir -p $(DAGSTER_HOME)

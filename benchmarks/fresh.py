@@ -42,12 +42,10 @@ from workload import DAY, catalog, event, fresh_catalog  # noqa: E402
 
 
 def hashes(store, names) -> dict:
-    from deltalake import DeltaTable
-
     out = {}
     for name in names:
         if store.exists(name):
-            rows = DeltaTable(store.path(name)).to_pyarrow_table().drop_columns(["ingested_at"]).to_pylist()
+            rows = store.read_arrow(name).drop_columns(["ingested_at"]).to_pylist()
             for r in rows:  # the landings are separate folders: the file's name is its lineage here
                 r["source_file"] = r["source_file"].rsplit("/", 1)[-1]
             out[name] = hashlib.sha256("".join(sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)).encode()).hexdigest()
@@ -58,6 +56,8 @@ def sensor_latency(work: Path, files: int, definitions: int, connect: bool = Fal
     import subprocess
 
     from deltalake import DeltaTable
+
+    from catalake.platform.warehouse.files import read_snapshot
 
     repo = Path(__file__).resolve().parents[1]
     shutil.rmtree(work, ignore_errors=True)
@@ -92,7 +92,7 @@ def sensor_latency(work: Path, files: int, definitions: int, connect: bool = Fal
 
     def readable(event_id: str) -> bool:
         try:
-            ids = DeltaTable(str(table)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+            ids = read_snapshot(DeltaTable(str(table)), str(table), columns=["id"]).column("id").to_pylist()
         except Exception:  # noqa: BLE001 - not created yet
             return False
         return event_id in ids
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         store = DeltaStore(spark, work / f"warehouse-{name}")
         sync_message_tables(store, tables)
         clock = time.perf_counter()
-        classify_partition(spark, store, cat, tables, str(landing.parent), day)
+        classify_partition(spark, store, tables, str(landing.parent), day)
         return time.perf_counter() - clock, store
 
     # the incremental path: one file lands, one increment
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     for i in range(args.files):
         (landing / f"part-{i:04d}.jsonl").write_bytes(chunks[i])
         clock = time.perf_counter()
-        result = classify_increment(spark, store, cat, tables, str(landing.parent), day, local_bytes=64 << 20)
+        result = classify_increment(spark, store, tables, str(landing.parent), day, local_bytes=64 << 20)
         seconds.append(time.perf_counter() - clock)
         conserved &= conservation(store, tables, day, result.records_of_day, result.stored)[0]
     full, full_store = full_run(args.files, "full")

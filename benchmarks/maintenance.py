@@ -42,17 +42,19 @@ def query_seconds(root: Path, names: list[str]) -> dict[str, float]:
     import duckdb
     from deltalake import DeltaTable
 
+    from catalake.platform.warehouse.files import snapshot_dataset
+
     sql = " UNION ALL ".join(f"SELECT count(*) AS n, count(DISTINCT source_line) AS d FROM t{i}" for i in range(len(names)))
 
     def once(opened: bool) -> float:
         with duckdb.connect() as con:
             if opened:
                 for i, name in enumerate(names):
-                    con.register(f"t{i}", DeltaTable(str(root / name)).to_pyarrow_dataset())
+                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), str(root / name)))
             clock = time.perf_counter()
             if not opened:
                 for i, name in enumerate(names):
-                    con.register(f"t{i}", DeltaTable(str(root / name)).to_pyarrow_dataset())
+                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), str(root / name)))
             con.execute(sql).fetchall()
             return time.perf_counter() - clock
 
@@ -111,13 +113,13 @@ def main(argv: list[str] | None = None) -> None:
     for i in range(args.files):
         (landing / f"part-{i:04d}.jsonl").write_bytes(
             b"".join(orjson.dumps(event(rng, n, args.definitions)) + b"\n" for n in range(i * per, (i + 1) * per)))
-        classify_increment(spark, increments, cat, tables, str(landing.parent), day, local_bytes=64 << 20)
+        classify_increment(spark, increments, tables, str(landing.parent), day, local_bytes=64 << 20)
     increment_seconds = time.perf_counter() - clock
 
     full = DeltaStore(spark, work / "full")
     sync_message_tables(full, tables)
     clock = time.perf_counter()
-    result = classify_partition(spark, full, cat, tables, str(landing.parent), day)
+    result = classify_partition(spark, full, tables, str(landing.parent), day)
     full_seconds = time.perf_counter() - clock
     expected = hashes(full, names)
     fed = [n for n in names if full.exists(n)]

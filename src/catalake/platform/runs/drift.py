@@ -224,13 +224,14 @@ def deadletter_rows(warehouse, day: dt.date) -> list[dict]:
 
     from .. import uris
     from ..warehouse.deadletters import DEADLETTER_TABLE
+    from ..warehouse.files import read_snapshot
 
     path = uris.join(uris.normalize(warehouse), DEADLETTER_TABLE)
     options = uris.delta_options(path)
     if not DeltaTable.is_deltatable(path, storage_options=options):
         return []
-    table = DeltaTable(path, storage_options=options).to_pyarrow_table(
-        partitions=[("event_date", "=", day.isoformat())],
+    table = read_snapshot(
+        DeltaTable(path, storage_options=options), path, partitions=[("event_date", "=", day.isoformat())],
         columns=["reason", "raw", "source_file", "source_line", "candidates"],
         filters=[("reason", "in", ["no_match", "ambiguous"])],
     )

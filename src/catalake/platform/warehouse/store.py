@@ -39,7 +39,7 @@ from ..sql import ident
 from .arrowschemas import schema_value
 from .backends import backend_for, backend_without_session, choose_backend, spark_schema
 from .commit import AlreadyCommitted, commit, commit_compaction
-from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, partition_value, remove_files
+from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, partition_value, read_snapshot, remove_files
 
 # A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
 # of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
@@ -417,7 +417,7 @@ class DeltaStore:
         return self._backend.read(self.path(name), lambda: self._table(name))
 
     def read_arrow(self, name: str) -> pa.Table:
-        return self._table(name).to_pyarrow_table()
+        return read_snapshot(self._table(name), self.path(name))
 
     def history(self, name: str) -> list[dict]:
         """Commits, newest first (Delta's own commit info)."""
