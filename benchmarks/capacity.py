@@ -170,7 +170,7 @@ def measure_records(work: Path, records: int, definitions: int = 10) -> dict:
         for n in range(records):
             out.write(orjson.dumps(event(rng, n, definitions)) + b"\n")
     store = DeltaStore(_no_spark, work / "warehouse", "delta-rs", master="local[2]")
-    result = classify_partition(_no_spark, store, cat, tables, str(work / "landing"), dt.date.fromisoformat(DAY),
+    result = classify_partition(_no_spark, store, tables, str(work / "landing"), dt.date.fromisoformat(DAY),
                                 local_bytes=1 << 40)
     return {"records": result.records, "job_seconds": result.seconds["job"],
             "cpu_seconds": result.seconds["job"] * (os.cpu_count() or 2)}
@@ -206,12 +206,12 @@ def measure_increments(work: Path, tables_n: int, files_per: list[int], server=N
             landed += 1
 
     land(1)
-    classify_partition(_no_spark, store, cat, tables, landing, day, local_bytes=1 << 40)
+    classify_partition(_no_spark, store, tables, landing, day, local_bytes=1 << 40)
     runs = []
     for files in files_per:
         land(files)
         position = requests(log, 0)[1] if log else 0
-        result = classify_increment(_no_spark, store, cat, tables, landing, day, local_bytes=1 << 40)
+        result = classify_increment(_no_spark, store, tables, landing, day, local_bytes=1 << 40)
         found = requests(log, position)[0] if log else {}
         runs.append({"tables_fed": len(result.written), "landed_files": result.read["files"],
                      "commit_seconds": result.seconds["commits"], "job_seconds": result.seconds.get("job", 0.0),

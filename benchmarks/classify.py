@@ -56,7 +56,7 @@ def main() -> int:
                 if key in message:
                     marks[key] = time.perf_counter() - start
 
-        result = classify_partition(spark, store, catalog, tables, landing, dt.date.fromisoformat(DAY), progress=progress)
+        result = classify_partition(spark, store, tables, landing, dt.date.fromisoformat(DAY), progress=progress)
         total = time.perf_counter() - start
         print(json.dumps({
             "round": round_, "records": result.records, "definitions": args.definitions, "tasks": result.tasks,

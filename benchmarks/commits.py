@@ -117,7 +117,7 @@ def measure(args, work: Path, cat, tables, server) -> None:
     land(0)
     counted({}, 1, 1)  # the landing's upload is not the run's
     clock = time.perf_counter()
-    first = classify_partition(no_spark, store, cat, tables, landing_root, day, local_bytes=1 << 40)
+    first = classify_partition(no_spark, store, tables, landing_root, day, local_bytes=1 << 40)
     print(json.dumps(counted({"first_run_s": round(time.perf_counter() - clock, 1), "tables": args.tables,
                               "fed": len(first.written), "seconds": first.seconds}, len(first.written), 1)), flush=True)
     phases = []
@@ -125,7 +125,7 @@ def measure(args, work: Path, cat, tables, server) -> None:
         land(i)
         counted({}, 1, 1)
         clock = time.perf_counter()
-        result = classify_increment(no_spark, store, cat, tables, landing_root, day, local_bytes=1 << 40)
+        result = classify_increment(no_spark, store, tables, landing_root, day, local_bytes=1 << 40)
         total = time.perf_counter() - clock
         fed = len(result.written)
         phases.append(result.seconds["commits"])

@@ -86,7 +86,7 @@ def measure(spark, base: Path, name: str, repeats: int) -> dict:
     for _ in range(repeats):
         said: list[str] = []
         clock = time.perf_counter()
-        result = classify_partition(spark, store, cat, tables, landing, day, layout=layout, progress=said.append)
+        result = classify_partition(spark, store, tables, landing, day, layout=layout, progress=said.append)
         seconds = time.perf_counter() - clock
         ok, counts = conservation(store, tables, day, result.records, result.stored)
         tasks = next((int(m.split(" in ")[1].split()[0]) for m in said if "landed file(s) in" in m), None)

@@ -101,7 +101,7 @@ def bench_run(args) -> None:
     for repeat in range(args.repeats):
         said.clear()
         clock = time.perf_counter()
-        result = classify_partition(spark, store, catalog, tables, str(landing), day, progress=said.append)
+        result = classify_partition(spark, store, tables, str(landing), day, progress=said.append)
         wall = time.perf_counter() - clock
         merged = [m for m in said if " merged into " in m]
         print(json.dumps({"bench": "run", "repeat": repeat, "definitions": args.definitions, "records": args.records,
@@ -137,7 +137,7 @@ def increments_warehouse(work: Path, definitions: int, increments: int, records:
         clock = time.perf_counter()
         (landing / f"part-{i:04d}.jsonl").write_bytes(
             b"".join(orjson.dumps(event(rng, n, definitions)) + b"\n" for n in range(i * per, (i + 1) * per)))
-        classify_increment(no_spark, store, cat, tables, str(landing.parent), dt.date.fromisoformat(DAY),
+        classify_increment(no_spark, store, tables, str(landing.parent), dt.date.fromisoformat(DAY),
                            local_bytes=1 << 30)
         print(f"increment {i + 1}/{increments}: {time.perf_counter() - clock:.1f} s", file=sys.stderr, flush=True)
     (base / "names.json").write_text(json.dumps(names))

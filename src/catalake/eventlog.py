@@ -27,16 +27,15 @@ import threading
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Iterator, Sequence
 
+from dagster import EventLogEntry
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
-from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
     SqliteEventLogStorage,
 )
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
-from dagster_postgres.event_log.event_log import PostgresEventLogStorage
-from dagster_postgres.storage import DagsterPostgresStorage
+from dagster_postgres import DagsterPostgresStorage, PostgresEventLogStorage
 from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool

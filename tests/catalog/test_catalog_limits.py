@@ -1,4 +1,4 @@
-"""Catalogs that are valid, or nearly, but would hang or break a run (issue 20, case 5)."""
+"""Catalogs that are valid, or nearly, but would hang or break a run."""
 
 import datetime as dt
 import json
@@ -10,8 +10,8 @@ from catalake.platform.catalog.documents import read_file
 from catalake.platform.landing.listing import partition_files
 from catalake.platform.landing.planning import plan_tasks
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 
@@ -54,7 +54,7 @@ def test_a_schema_that_refers_to_itself_without_end_is_a_catalog_error_not_a_fai
              {**event, "data": {"n": 1, "child": {"n": 2}}}]
     (day / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     tables, _ = message_tables(load_catalog([catalog]), [catalog])
-    plan = Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime.now(dt.timezone.utc), "t")
+    plan = plan_for(tables, tmp_path / "warehouse", DAY)
     pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", DAY), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
     # the recursion (kept as JSON text) is checked by jsonschema at every depth

@@ -10,9 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dagster import AssetCheckKey, AssetKey, DagsterInstance
-from dagster._core.instance_for_test import instance_for_test
-from dagster._core.storage.event_log.base import AssetRecordsFilter
+from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
 from catalake.defs.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location

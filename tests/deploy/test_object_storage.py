@@ -51,7 +51,7 @@ def classify_days(spark, catalog_paths, landing: str, warehouse: str, days=DAYS)
     tables, _ = message_tables(catalog, catalog_roots(catalog_paths))
     store = DeltaStore(spark, warehouse)
     sync_message_tables(store, tables)
-    results = {day: classify_partition(spark, store, catalog, tables, landing, day) for day in days}
+    results = {day: classify_partition(spark, store, tables, landing, day) for day in days}
     for day, result in results.items():
         ok, counts = conservation(store, tables, day, result.records)
         assert ok, counts
@@ -109,7 +109,7 @@ def test_two_runs_of_one_day_at_once_on_s3_store_every_record_once(spark, s3, de
 
     def run():
         try:
-            results.append(classify_partition(spark, store, catalog, tables, landing, DAYS[0]))
+            results.append(classify_partition(spark, store, tables, landing, DAYS[0]))
         except Exception as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
@@ -277,7 +277,7 @@ tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
 store = DeltaStore(spark, warehouse)
 sync_message_tables(store, tables)
 for day in (dt.date(2026, 11, 20), dt.date(2026, 11, 21)):
-    result = classify_partition(spark, store, catalog, tables, landing, day)
+    result = classify_partition(spark, store, tables, landing, day)
     ok, counts = conservation(store, tables, day, result.records)
     print("RESULT", json.dumps({**result.as_json(), "conserved": ok}))
 print("READ", store.read("deadletter").count())

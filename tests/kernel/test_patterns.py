@@ -29,15 +29,13 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, schema_problems, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_CATALOG, SHARED_DATA
+from support.runs import no_spark
 
 DAY = dt.date(2026, 11, 20)
 EXPONENTIAL = "^(a+)+$"  # valid JSON Schema; Python's re takes about half an hour on 36 a's and a '!'
 BACKREFERENCE = r"^(a|a)*\1$"  # no linear-time form: the regex module times out on 30 a's and a '!'
 HOSTILE = ["a" * 36 + "!", "a" * 1_000 + "!", "a" * 100_000 + "!"]
 
-
-def no_spark():
-    raise AssertionError("a small day must not start Spark")
 
 
 def catalog_with_pattern(tmp_path: Path, pattern: str) -> Path:
@@ -72,7 +70,7 @@ def classify_day(tmp_path: Path, catalog_folder: Path, lines: list[str]):
     sync_message_tables(store, tables)
     out = {}
     worker = threading.Thread(target=lambda: out.update(result=classify_partition(
-        no_spark, store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)), daemon=True)
+        no_spark, store, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)), daemon=True)
     worker.start()
     worker.join(timeout=300)
     assert "result" in out, "the day did not finish: a pattern stalled it"

@@ -1,4 +1,4 @@
-"""The landing zone read as an operator would hope (issue 20, first cases): literal file names,
+"""The landing zone read as an operator would hope: literal file names,
 a jail for the landing root, bounded records, corrupt compressed files; in plain Python."""
 
 import datetime as dt
@@ -11,9 +11,9 @@ from catalake.platform.landing.listing import Landed, partition_files
 from catalake.platform.landing.planning import plan_tasks
 from catalake.platform.landing.reading import MAX_RECORD_BYTES, read_piece
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
 from support.paths import DEMO_CATALOG
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 
@@ -25,7 +25,7 @@ def event(n: int) -> str:
 def classify(root, tmp_path):
     """The day through the classifier, in this process: (TaskResult, dead-letter rows by reason)."""
     tables, _ = message_tables(load_catalog([DEMO_CATALOG]), [DEMO_CATALOG])
-    plan = Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime.now(dt.timezone.utc), "t")
+    plan = plan_for(tables, tmp_path / "warehouse", DAY)
     classifier = Classifier(plan)
     pieces = [p for task in plan_tasks(partition_files(root, DAY), 1) for p in task]
     result = classifier.run("0.0", pieces)

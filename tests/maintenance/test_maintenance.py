@@ -1,4 +1,4 @@
-"""A year of days (issue 40): files per table-partition bounded by the target size, compaction of
+"""A year of days: files per table-partition bounded by the target size, compaction of
 a day of increments, vacuum of what no version inside retention needs, and both safe beside the
 day's other runs. Days run in local processes (no JVM) into real Delta tables, read back with
 delta-rs; every check compares row hashes and the day's conservation."""
@@ -23,18 +23,16 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
 from catalake.platform.warehouse.merging import file_bound, merge_groups
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-from catalake.platform.warehouse.names import warehouse_tables
+from catalake.platform.warehouse.queries import warehouse_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_DIR
 from support.tables import table_hashes
+from support.runs import no_spark
 
 DAY = dt.date(2026, 11, 20)
 DEMO_DAY = DEMO_DIR / "landing" / DAY.isoformat()
 TARGET = 128 << 20
 
-
-def no_spark():
-    raise AssertionError("these runs do not start Spark")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +84,7 @@ def a_day_of_increments(tmp_path: Path, demo, pieces: int = 5) -> DeltaStore:
     landing = tmp_path / "landing"
     for path, text in land_in_pieces(landing, pieces):
         path.write_text(text)
-        result = classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+        result = classify_increment(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
         assert conservation(store, tables, DAY, result.records_of_day)[0]
     return store
 
@@ -106,7 +104,7 @@ def test_a_full_run_writes_at_most_one_file_per_target_bytes_per_table(tmp_path,
     catalog, tables = demo
     for target in (TARGET, 4096):
         store = store_for(tmp_path / str(target), tables)
-        result = classify_partition(no_spark, store, catalog, tables, str(DEMO_DIR / "landing"), DAY,
+        result = classify_partition(no_spark, store, tables, str(DEMO_DIR / "landing"), DAY,
                                     local_bytes=1 << 30, target_file_bytes=target)
         assert conservation(store, tables, DAY, result.records, result.stored)[0]
         for name, files in partition_files(store).items():
@@ -148,7 +146,7 @@ def test_a_day_re_run_three_times_keeps_one_copy_after_vacuum_and_time_travels_w
     catalog, tables = demo
     store = store_for(tmp_path / "warehouse", tables)
     for _ in range(3):
-        result = classify_partition(no_spark, store, catalog, tables, str(DEMO_DIR / "landing"), DAY, local_bytes=1 << 30)
+        result = classify_partition(no_spark, store, tables, str(DEMO_DIR / "landing"), DAY, local_bytes=1 << 30)
     before = table_hashes(store.root)
     live = sum(len(f) for f in partition_files(store).values())
     assert parquet_on_disk(store)[0] == 3 * live
@@ -185,28 +183,28 @@ def test_a_compaction_beside_increments_and_a_full_run_loses_and_duplicates_noth
     def append_meanwhile(message: str) -> None:
         if message.startswith(f"{DAY}: compacting"):
             extra.write_text((DEMO_DAY / "rides-http.jsonl").read_text().splitlines(keepends=True)[0])
-            classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+            classify_increment(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
 
     compactions = compact_day(None, store, names(store), DAY, target=TARGET, progress=append_meanwhile)
     assert compactions and all(c.skipped is None for c in compactions)
     full_store = store_for(tmp_path / "full", tables)
-    full = classify_partition(no_spark, full_store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+    full = classify_partition(no_spark, full_store, tables, str(landing), DAY, local_bytes=1 << 30)
     assert table_hashes(store.root) == table_hashes(full_store.root)
     assert conservation(store, tables, DAY, full.records)[0]
 
     (landing / DAY.isoformat() / "later.jsonl").write_text(extra.read_text())
-    classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
-    classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+    classify_increment(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
+    classify_increment(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
 
     def rerun_meanwhile(message: str) -> None:
         if message.startswith(f"{DAY}: compacting"):
-            classify_partition(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+            classify_partition(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
 
     store_files = partition_files(store)
     assert any(len(f) > 1 for f in store_files.values())
     racing = compact_day(None, store, names(store), DAY, target=TARGET, progress=rerun_meanwhile)
     assert racing and all(c.skipped and "concurrent" in c.skipped for c in racing)
-    full = classify_partition(no_spark, full_store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+    full = classify_partition(no_spark, full_store, tables, str(landing), DAY, local_bytes=1 << 30)
     assert table_hashes(store.root) == table_hashes(full_store.root)
     assert conservation(store, tables, DAY, full.records)[0]
     assert DEADLETTER_TABLE in names(store)

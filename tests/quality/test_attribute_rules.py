@@ -1,5 +1,5 @@
 """CloudEvents attribute rules applied alike by the matcher, the classifier's compiled checks and
-Great Expectations (issue 30 point 6, issue 34 points 4 and 5): a record the matcher takes is
+Great Expectations: a record the matcher takes is
 never dead-lettered by its own table's suite, and what the matcher refuses the suite refuses too.
 
 Each case goes through the real classifier (its matcher, its row and its compiled checks) and
@@ -18,8 +18,8 @@ from catalake.platform.quality.suites import build_suite
 from catalake.platform.records.attributes import column_value
 from catalake.platform.records.record import normalize
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 TYPED = {
@@ -70,7 +70,7 @@ def load(tmp_path, messages: dict):
 
 
 def classifier(tables, tmp_path) -> Classifier:
-    return Classifier(Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime(2026, 11, 21), "test"))
+    return Classifier(plan_for(tables, tmp_path / "warehouse", DAY, run="test", ingested_at=dt.datetime(2026, 11, 21)))
 
 
 def event(**attributes) -> dict:

@@ -1,4 +1,4 @@
-"""Expectation suites (issue 5): one GX suite per definition from the catalog, each rule's exact
+"""Expectation suites: one GX suite per definition from the catalog, each rule's exact
 expectation, stable files, and real GX validation on Spark (seeded violations, clean partitions,
 real events)."""
 
@@ -192,7 +192,7 @@ def clean_partition(spark, shop):
     store = DeltaStore(spark, base / "warehouse")
     sync_message_tables(store, list(tables.values()))
     root = land(base / "landing", DAY, {"orders.jsonl": jsonl(*[_order(i) for i in range(1, 11)])})
-    result = classify_partition(spark, store, catalog, list(tables.values()), root, DAY)
+    result = classify_partition(spark, store, list(tables.values()), root, DAY)
     assert result.tables["/messagegroups/shop/messages/shop.Order"] == 10
     return store, Validator(base / "warehouse")
 
@@ -296,7 +296,7 @@ def test_properties_named_with_dots_quotes_and_backticks_are_their_own_columns_i
     events = [ce("t.T", id=str(i), data={"geo.lat": 45.0, "geo": {"lat": 0.5}, "it's": "a'b", "back`tick": i})
               for i in range(4)]
     root = land(tmp_path / "landing", DAY, {"e.jsonl": jsonl(*events)})
-    result = classify_partition(spark, store, catalog, tables, root, DAY)
+    result = classify_partition(spark, store, tables, root, DAY)
     assert result.tables[table.message.xid] == 4
     # GX on the stored rows: both columns resolve, each to its own field, and all pass
     outcome = Validator(tmp_path / "warehouse").validate(store.read(table.name), build_suite(table))

@@ -1,4 +1,4 @@
-"""Data quality from the classification pass (issue 16): every expectation evaluated on every
+"""Data quality from the classification pass: every expectation evaluated on every
 matched record, with GX's semantics; GX's own engine is the referee."""
 
 import datetime as dt
@@ -23,6 +23,7 @@ from catalake.platform.quality.expectations import (
     Expectation,
 )
 from support.paths import DEMO_CATALOG
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 
@@ -218,7 +219,6 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     from catalake.platform.quality.referee import Validator
     from catalake.platform.quality.suites import build_suite
     from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
     from catalake.platform.warehouse.arrowschemas import arrow_schema
     from catalake.platform.warehouse.message_tables import message_tables
     from catalake.platform.warehouse.store import DeltaStore
@@ -226,7 +226,7 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     base, landing, warehouse, run = seeded
     catalogs = [DEMO_CATALOG, base / "shop"]
     tables, _ = message_tables(load_catalog(catalogs), catalogs)
-    plan = Plan(tuple(tables), str(base / "referee"), DAY, dt.datetime.now(dt.timezone.utc), "referee")
+    plan = plan_for(tables, base / "referee", DAY, run="referee")
     pieces = [p for task in plan_tasks(partition_files(landing, DAY), 1) for p in task]
     matched = Classifier(plan).matched_rows(pieces)
     validator = Validator(base / "referee")

@@ -1,4 +1,4 @@
-"""The data docs' libraries come from the install, not from CDNs (issue 17). Plain Python; the
+"""The data docs' libraries come from the install, not from CDNs. Plain Python; the
 browser test is in test_analytics.py."""
 
 import re

@@ -1,5 +1,5 @@
 """Rules of the CloudEvents spec and its bindings that a rule-by-rule audit found broken
-(issue 18), one test per rule, named by the rule and its spec section. Plain Python."""
+, one test per rule, named by the rule and its spec section. Plain Python."""
 
 import json
 
@@ -7,6 +7,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.matcher import CompiledCatalog
 from catalake.platform.records.attributes import media_type_matches
 from catalake.platform.records.record import normalize
+from support.runs import plan_for
 
 
 def compiled(tmp_path, messages: dict) -> CompiledCatalog:
@@ -189,7 +190,6 @@ def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     from catalake.platform.landing.listing import partition_files
     from catalake.platform.landing.planning import plan_tasks
     from catalake.platform.runs.classifier import Classifier
-    from catalake.platform.runs.plan import Plan
     from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_path = tmp_path / "catalog.xreg.json"
@@ -208,7 +208,7 @@ def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     ]
     (day / "http.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     tables, _ = message_tables(load_catalog([catalog_path]), [tmp_path])
-    plan = Plan(tuple(tables), str(tmp_path / "warehouse"), dt.date(2026, 11, 20), dt.datetime.now(dt.timezone.utc), "t")
+    plan = plan_for(tables, tmp_path / "warehouse", dt.date(2026, 11, 20))
     pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", dt.date(2026, 11, 20)), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
     # 5 events and an empty batch: every one in exactly one place

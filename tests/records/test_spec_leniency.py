@@ -1,4 +1,4 @@
-"""Leniencies the specs leave to decide (issue 34 point 8): one test per decision, each a day of
+"""Leniencies the specs leave to decide: one test per decision, each a day of
 real records through the executor's own classifier (records.py, matcher.py, the typed row and
 its checks; plain Python, no Spark), read back from the Parquet files it writes. The decisions
 are in README.md, "Choices where the spec is open"."""

@@ -1,4 +1,4 @@
-"""Classification (issue 4): landing reader, record kinds, matching rules, dead-letter reasons,
+"""Classification: landing reader, record kinds, matching rules, dead-letter reasons,
 idempotent re-runs and the conservation check, on real Spark and Delta."""
 
 import datetime as dt
@@ -23,6 +23,7 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from support.classify import DAY, ce, classify_day, jsonl, land, land_azure
 from support.paths import DEMO_CATALOG, REPO
+from support.runs import no_spark
 
 REPO_DEMO_LANDING = REPO / "src" / "catalake" / "demo" / "landing"
 
@@ -298,7 +299,7 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     store = DeltaStore(spark, tmp_path / "warehouse")
     sync_message_tables(store, tables)
     landing = DEMO_DIR / "landing"
-    first = classify_partition(spark, store, catalog, tables, landing, DAY)
+    first = classify_partition(spark, store, tables, landing, DAY)
     # nothing but the tables in the warehouse, and the (empty) folder of runs in progress
     assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["_catalake", "deadletter", "messages"]
     assert not list((tmp_path / "warehouse" / RUNS_DIR).iterdir())
@@ -321,7 +322,7 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     assert (dock.city, dock.mqtt_qos, dock.firmware) == ("amsterdam", 1, "4.2.1")
 
     before = _snapshot(store, tables)
-    again = classify_partition(spark, store, catalog, tables, landing, DAY)
+    again = classify_partition(spark, store, tables, landing, DAY)
     assert again.as_json() == first.as_json()
     assert _snapshot(store, tables) == before
 
@@ -345,10 +346,7 @@ def test_a_small_day_in_local_processes_writes_what_the_spark_job_writes(spark, 
         store = DeltaStore(spark, tmp_path / mode)
         sync_message_tables(store, tables)
 
-        def no_spark():
-            raise AssertionError("a small day must not start Spark")
-
-        result = classify_partition(spark if mode == "spark" else no_spark, store, catalog, tables, landing, DAY,
+        result = classify_partition(spark if mode == "spark" else no_spark, store, tables, landing, DAY,
                                     local_bytes=0 if mode == "spark" else 1 << 30)
         assert conservation(store, tables, DAY, result.records, result.stored)[0]
         summary = result.as_json()
@@ -368,7 +366,7 @@ def test_a_day_without_landed_files_is_an_empty_partition(spark, tmp_path):
     store = DeltaStore(spark, tmp_path / "warehouse")
     sync_message_tables(store, tables)
     empty_day = dt.date(2030, 1, 1)
-    result = classify_partition(spark, store, catalog, tables, DEMO_DIR / "landing", empty_day)
+    result = classify_partition(spark, store, tables, DEMO_DIR / "landing", empty_day)
     assert (result.records, result.tables, result.deadletter) == (0, {}, {})
     assert conservation(store, tables, empty_day, 0) == (True, {"records_read": 0, "rows_stored": 0, "per_table": {}})
     assert not [p for p in (tmp_path / "warehouse").iterdir() if p.name.startswith(".")]

@@ -1,4 +1,4 @@
-"""Spark is the engine (issue 43): full runs are Spark jobs, small increments on this machine run
+"""Spark is the engine: full runs are Spark jobs, small increments on this machine run
 in local processes (the freshness path), and every run says which engine ran it."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from catalake.platform.warehouse.message_tables import message_tables, sync_mess
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_CATALOG, REPO
 from support.tables import table_hashes
+from support.runs import no_spark
 
 DAYS = ["2026-11-20", "2026-11-21"]
 
@@ -94,22 +95,19 @@ def test_an_increment_under_the_threshold_is_local_and_over_it_spark(spark, tmp_
     (folder / "first.jsonl").write_text("".join(lines[:4]))
     settings = Settings.from_env({"CATALAKE_LOCAL_TASK_BYTES": str(len("".join(lines[4:6]).encode()))})
 
-    def no_spark():
-        raise AssertionError("an increment under the threshold must not start Spark")
-
-    first = classify_partition(spark, store, catalog, tables, str(tmp_path / "landing"), day,
+    first = classify_partition(spark, store, tables, str(tmp_path / "landing"), day,
                                local_bytes=settings.local_bytes(incremental=False))
     assert first.engine.name == "spark" and first.as_json()["engine"] == "spark"
     (folder / "small.jsonl").write_text("".join(lines[4:6]))
-    small = classify_increment(no_spark, store, catalog, tables, str(tmp_path / "landing"), day,
+    small = classify_increment(no_spark, store, tables, str(tmp_path / "landing"), day,
                                local_bytes=settings.local_bytes(incremental=True))
     assert (small.kind, small.records, small.as_json()["engine"]) == ("incremental", 2, "local")
     (folder / "large.jsonl").write_text("".join(lines[6:]))
-    large = classify_increment(spark, store, catalog, tables, str(tmp_path / "landing"), day,
+    large = classify_increment(spark, store, tables, str(tmp_path / "landing"), day,
                                local_bytes=settings.local_bytes(incremental=True))
     assert (large.kind, large.records, large.as_json()["engine"]) == ("incremental", len(lines) - 6, "spark")
     assert large.engine.app_id == spark.sparkContext.applicationId and large.engine.ui == spark.sparkContext.uiWebUrl
-    nothing = classify_increment(no_spark, store, catalog, tables, str(tmp_path / "landing"), day,
+    nothing = classify_increment(no_spark, store, tables, str(tmp_path / "landing"), day,
                                  local_bytes=settings.local_bytes(incremental=True))
     assert (nothing.records, nothing.as_json()["engine"]) == (0, "none")
     assert conservation(store, tables, day, large.records_of_day)[0] and large.records_of_day == len(lines)

@@ -1,4 +1,4 @@
-"""The catalog evolution loop (issue 19): unmatched records -> proposed definitions -> the catalog
+"""The catalog evolution loop: unmatched records -> proposed definitions -> the catalog
 takes them -> replay moves exactly those records; conserved, and a second replay moves nothing."""
 
 import json
@@ -167,5 +167,5 @@ def test_a_replay_stopped_while_it_commits_is_finished_by_the_next(spark, tmp_pa
     assert ok and counts["per_table"][DEADLETTER_TABLE] == 1
     assert counts["per_table"]["messages/catalake_drift__shop_siteopened"] == 6
     # and a partition run of the day afterwards gives the same tables
-    rerun = classify_partition(spark, store, load_catalog([catalog_dir]), tables, tmp_path / "landing", DAY)
+    rerun = classify_partition(spark, store, tables, tmp_path / "landing", DAY)
     assert rerun.deadletter == {"malformed_json": 1} and conservation(store, tables, DAY, rerun.records)[0]

@@ -1,6 +1,6 @@
-"""Fault injection: a partition run killed while it writes (issue 20): the re-run gives the
-tables a clean run gives, and nothing the killed run left stays behind; and the holes of issue 30
-(a replay whose commit fails or that is killed, files that grow or have non-UTF-8 names, runs
+"""Fault injection: a partition run killed while it writes: the re-run gives the
+tables a clean run gives, and nothing the killed run left stays behind; and the holes found
+later (a replay whose commit fails or that is killed, files that grow or have non-UTF-8 names, runs
 that share a new DAGSTER_HOME, unusual landing names), one test named after each point.
 
 Tests that make a folder immutable (`chattr +i`) or kill a process clean up in a `finally`."""
@@ -146,7 +146,7 @@ def test_a_dead_spark_session_is_replaced_on_next_use():
     assert out.returncode == 0 and out.stdout.strip() == "replaced", out.stderr[-3000:]
 
 
-# -- issue 30
+# -- replays, growing files, shared DAGSTER_HOMEs, unusual landing names
 
 def immutable(path: Path):
     """`chattr +i` on a folder for the block, undone in any case (skipped where chattr cannot)."""
@@ -257,7 +257,7 @@ def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(s
     assert recovery.journal_of(store.root, day) is not None
     DeltaTable(str(warehouse / DEADLETTER_TABLE)).to_pyarrow_table()  # still readable
     # a partition run of the day replaces the tables and drops the journal
-    rerun = classify_partition(spark, store, load_catalog([catalog_dir]), tables, tmp_path / "landing", day)
+    rerun = classify_partition(spark, store, tables, tmp_path / "landing", day)
     assert recovery.journal_of(store.root, day) is None and conservation(store, tables, day, rerun.records)[0]
     assert rerun.deadletter == {"malformed_json": 1}
 
@@ -314,7 +314,7 @@ def classify(spark, store, catalog_dir: Path, landing: Path, progress=None):
     tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
     sync_message_tables(store, tables)
     extra = {"progress": progress} if progress is not None else {}
-    return tables, classify_partition(spark, store, catalog, tables, landing, dt.date.fromisoformat(DAY), **extra)
+    return tables, classify_partition(spark, store, tables, landing, dt.date.fromisoformat(DAY), **extra)
 
 
 @pytest.mark.jvm
@@ -444,11 +444,7 @@ def test_upper_case_extensions_are_read_and_a_day_file_is_reported(spark, tmp_pa
 
 RACE = """
 import sys, time
-try:
-    from catalake.instance import dagster_instance
-except ImportError:  # before issue 30.5: what `catalake run` called
-    from dagster import DagsterInstance
-    dagster_instance = DagsterInstance.get
+from catalake.instance import dagster_instance
 
 start = float(sys.argv[1])
 while time.time() < start:

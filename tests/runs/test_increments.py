@@ -1,4 +1,4 @@
-"""Fresh tables (issue 28): incremental runs of a day read only what landed since the last run,
+"""Fresh tables: incremental runs of a day read only what landed since the last run,
 append it exactly once, and leave the tables a full run of the final day gives.
 
 Days run in local processes (no JVM) into real Delta tables, read back with delta-rs."""
@@ -26,12 +26,10 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_CATALOG, REPO
+from support.runs import no_spark
 
 DAY = dt.date(2026, 11, 21)
 
-
-def no_spark():
-    raise AssertionError("small increments must not start Spark")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +51,7 @@ def store_for(path: Path, tables) -> DeltaStore:
 
 def increment(store, demo, landing: Path):
     catalog, tables = demo
-    result = classify_increment(no_spark, store, catalog, tables, str(landing), DAY, local_bytes=1 << 30)
+    result = classify_increment(no_spark, store, tables, str(landing), DAY, local_bytes=1 << 30)
     ok, counts = conservation(store, tables, DAY, result.records_of_day, result.stored)
     assert ok, counts
     return result
@@ -121,7 +119,7 @@ def test_a_day_landing_in_five_steps_equals_one_full_run(tmp_path, demo):
     # the quality results are the day's: merged over the increments, as a full run counts them
     full_store = store_for(tmp_path / "full", tables)
     catalog, _ = demo
-    full = classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+    full = classify_partition(no_spark, full_store, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
     assert hashes(store, tables) == hashes(full_store, tables)
     assert fifth.records_of_day == full.records
     ended = "messages/bikeshare_rides__rideended"
@@ -178,7 +176,7 @@ storage.DeltaStore.append_partition = append_then_die
 catalog = load_catalog([sys.argv[1]])
 tables, _ = message_tables(catalog, [sys.argv[1]])
 store = storage.DeltaStore(lambda: None, sys.argv[2], "delta-rs", master="local[2]")
-classify_increment(lambda: None, store, catalog, tables, sys.argv[3], dt.date(2026, 11, 21), local_bytes=1 << 30)
+classify_increment(lambda: None, store, tables, sys.argv[3], dt.date(2026, 11, 21), local_bytes=1 << 30)
 """
 
 
@@ -196,7 +194,7 @@ def test_a_killed_increment_is_finished_by_the_next_run_without_duplicates_or_or
     assert increment(store, demo, tmp_path / "landing").records == 0
     full_store = store_for(tmp_path / "full", tables)
     catalog, _ = demo
-    classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+    classify_partition(no_spark, full_store, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
     assert hashes(store, tables) == hashes(full_store, tables)
     assert_no_orphans(store, tables)
 
@@ -305,7 +303,7 @@ def test_two_increments_of_one_day_at_once_commit_each_range_once(tmp_path, demo
     def run():
         try:
             classify_increment(no_spark, DeltaStore(no_spark, tmp_path / "warehouse", "delta-rs", master="local[2]"),
-                               catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+                               tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -316,6 +314,6 @@ def test_two_increments_of_one_day_at_once_commit_each_range_once(tmp_path, demo
         t.join()
     assert errors == []
     full_store = store_for(tmp_path / "full", tables)
-    classify_partition(no_spark, full_store, catalog, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
+    classify_partition(no_spark, full_store, tables, str(tmp_path / "landing"), DAY, local_bytes=1 << 30)
     assert hashes(store, tables) == hashes(full_store, tables)
     assert_no_orphans(store, tables)

@@ -1,4 +1,4 @@
-"""A day feeding many definitions at once (issue 15): one Spark job whatever the number of tables,
+"""A day feeding many definitions at once: one Spark job whatever the number of tables,
 correct counts, conservation, identical re-runs, at the default heap."""
 
 import datetime as dt
@@ -55,7 +55,7 @@ def run_day(spark, base, catalog, landing):
     tables, _ = message_tables(cat, [catalog])
     store = DeltaStore(spark, base / f"warehouse-{catalog.name}")
     sync_message_tables(store, tables)
-    return store, tables, classify_partition(spark, store, cat, tables, landing, DAY)
+    return store, tables, classify_partition(spark, store, tables, landing, DAY)
 
 
 def snapshot(store, names) -> dict:
@@ -85,7 +85,7 @@ def test_a_day_feeding_200_definitions(spark, two_sizes):
     reading = next(r for r in quality.results if r.expectation.id == "data.reading:range")
     assert (reading.element_count, reading.unexpected_count, quality.rejected) == (21, 1, 1)
     before = snapshot(store, [t.name for t in tables] + [DEADLETTER_TABLE])
-    again = classify_partition(spark, store, load_catalog([catalog]), tables, landing, DAY)
+    again = classify_partition(spark, store, tables, landing, DAY)
     assert again.as_json() == result.as_json()
     assert snapshot(store, [t.name for t in tables] + [DEADLETTER_TABLE]) == before
 

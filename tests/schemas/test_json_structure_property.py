@@ -1,10 +1,8 @@
 """Property: any JSON Structure schema of objects, arrays, maps and every primitive type (nullable
 or not, with alternate names), and any instance of it as a producer sends it (wide integers
-and decimals as strings), round-trips through classification into the table without loss
-(issue 21). Plain Python: the executor's own code classifies and writes the Parquet file."""
+and decimals as strings), round-trips through classification into the table without loss. Plain Python: the executor's own code classifies and writes the Parquet file."""
 
 import copy
-import datetime as dt
 import json
 
 import pyarrow as pa
@@ -16,11 +14,11 @@ from json_structure import InstanceValidator
 from catalake.platform.catalog import load_catalog
 from catalake.platform.landing.planning import Piece
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, event, structure_message
 from support.structure_instances import NAME, instances
+from support.runs import plan_for
 
 PRIMITIVES = ["string", "boolean", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
               "int128", "uint128", "float", "double", "decimal", "date", "datetime", "time", "duration", "uuid",
@@ -61,7 +59,7 @@ def test_any_schema_and_instance_round_trip_without_loss(tmp_path_factory, data,
     base = tmp_path_factory.mktemp("prop")
     (base / "c.xreg.json").write_text(json.dumps({"messagegroups": {"g": {"messages": {"T": structure_message(schema)}}}}))
     (table,), _ = message_tables(load_catalog([base]), [base])
-    plan = Plan((table,), str(base / "warehouse"), DAY, dt.datetime.now(dt.timezone.utc), "prop")
+    plan = plan_for([table], base / "warehouse", DAY, run="prop")
     landed = base / "day.jsonl"
     landed.write_text(json.dumps(event(wire)) + "\n")
     result = Classifier(plan).run("0", [Piece(str(landed))])

@@ -1,9 +1,7 @@
 """Every JSON Structure definition of the public catalogs: an instance generated from its schema
-(the wire form real producers send) classifies into its table with every value preserved
-(issue 21, acceptance). Plain Python: the executor's own code matches, types, checks and
+(the wire form real producers send) classifies into its table with every value preserved. Plain Python: the executor's own code matches, types, checks and
 writes the Parquet file, which is read back here."""
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -17,13 +15,13 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.matcher import compile_definition
 from catalake.platform.landing.planning import Piece
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.schemas.references import SchemaReferenceError, resolve_data_schema
 from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, record_for
 from support.public_catalogs import VALID
 from support.structure_instances import instances
+from support.runs import plan_for
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -64,7 +62,7 @@ class CompiledCatalogs:
             roots = [SHARED / path.split("/")[0]]
             tables, _ = message_tables(catalog, roots)
             warehouse = self.base / str(len(self.compiled))
-            plan = Plan(tuple(tables), str(warehouse), DAY, dt.datetime.now(dt.timezone.utc), "sweep")
+            plan = plan_for(tables, warehouse, DAY, run="sweep")
             self.compiled[path] = (catalog, roots, {t.message.xid: t for t in tables}, Classifier(plan), warehouse)
         return self.compiled[path]
 

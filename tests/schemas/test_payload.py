@@ -88,6 +88,6 @@ def test_logical_types_and_decimals():
     assert typer({"at": "2026-11-20T10:09:00+01:00", "amount": 1e20}, errors)["at"] == dt.datetime(
         2026, 11, 20, 9, 9, tzinfo=dt.timezone.utc)
     assert errors == [("data.amount:type", "data.amount: 1e+20 is not a decimal(10,2)")]
-    # more places than the scale: refused, never rounded (issue 34.6)
+    # more places than the scale: refused, never rounded
     assert typer({"amount": "12.345"}, errors)["amount"] is None
     assert errors[-1] == ("data.amount:scale", "data.amount: 12.345 has more decimal places than the column's scale 2 (never rounded)")

@@ -1,4 +1,4 @@
-"""Spec fidelity, third pass (issue 34 points 1, 2, 3, 6, 7; issue 30 point 7's `$ref` parts):
+"""Spec fidelity, third pass:
 one test per point, each through the real catalog reader, matcher, classifier and compiled checks
 on real catalogs and records. Plain Python."""
 
@@ -12,9 +12,9 @@ from catalake.display import catalog_rows
 from catalake.platform.catalog import load_catalog, read_catalog
 from catalake.platform.records.record import normalize
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.catalog_table import catalog_row
 from catalake.platform.warehouse.message_tables import message_tables
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 
@@ -30,7 +30,7 @@ def classifier(tmp_path, groups: dict) -> Classifier:
     folder = write(tmp_path, groups)
     tables, errors = message_tables(load_catalog([folder]), [folder])
     assert not errors
-    return Classifier(Plan(tuple(tables), str(tmp_path / "warehouse"), DAY, dt.datetime(2026, 11, 21), "test"))
+    return Classifier(plan_for(tables, tmp_path / "warehouse", DAY, run="test", ingested_at=dt.datetime(2026, 11, 21)))
 
 
 def event(type_: str = "t.T", **more) -> dict:

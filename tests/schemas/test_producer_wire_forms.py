@@ -1,4 +1,4 @@
-"""What real producers send, against catalogs shaped like production ones (issue 21): one test
+"""What real producers send, against catalogs shaped like production ones: one test
 per case, on small inputs written here. Plain Python: the executor's own code classifies the
 day and writes its Parquet files, read back here."""
 
@@ -170,7 +170,7 @@ def test_the_cases_through_a_spark_partition_run_into_delta_tables(spark, tmp_pa
     tables, _ = message_tables(loaded, catalog_roots([catalog]))
     store = DeltaStore(spark, tmp_path / "warehouse")
     sync_message_tables(store, tables)
-    classify_partition(spark, store, loaded, tables, tmp_path / "landing", DAY)
+    classify_partition(spark, store, tables, tmp_path / "landing", DAY)
     rows = sorted(DeltaTable(str(tmp_path / "warehouse" / tables[0].name)).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
     assert [r["data"] for r in rows] == [{"a": None, "b": None, "big": 9007199254740993, "dr_type": "v", "e": None},
                                          {"a": 1, "b": 2, "big": 1, "dr_type": None, "e": None}]

@@ -1,4 +1,4 @@
-"""Avro -> Spark: exact types per construct (issue 3)."""
+"""Avro -> Spark: exact types per construct."""
 
 import json
 

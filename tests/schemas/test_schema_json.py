@@ -1,4 +1,4 @@
-"""JSON Schema -> Spark: exact types per construct (issue 3), on drafts 04 to 2020-12."""
+"""JSON Schema -> Spark: exact types per construct, on drafts 04 to 2020-12."""
 
 import json
 
@@ -143,7 +143,7 @@ def test_unresolvable_ref_is_a_clear_error():
 
 
 def test_network_refs_are_never_fetched():
-    # a catalog error like a dataschemauri to the network (issue 30 point 7), not a schema left untyped
+    # a catalog error like a dataschemauri to the network, not a schema left untyped
     with pytest.raises(NeverFollowed, match="never followed"):
         json_schema_to_spark({"properties": {"a": {"$ref": "https://example.com/never-fetched.json"}}})
 

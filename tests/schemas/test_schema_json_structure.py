@@ -1,4 +1,4 @@
-"""JSON Structure -> Spark: exact types per construct (issue 3)."""
+"""JSON Structure -> Spark: exact types per construct."""
 
 import pytest
 from pyspark.sql.types import (

@@ -1,4 +1,4 @@
-"""Protobuf (.proto text, compiled by protoc) -> Spark: exact types per construct (issue 3)."""
+"""Protobuf (.proto text, compiled by protoc) -> Spark: exact types per construct."""
 
 import pytest
 from pyspark.sql.types import (

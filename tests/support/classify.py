@@ -45,7 +45,7 @@ def classify_day(spark, base, catalog_paths, landing_root):
     tables, warnings = message_tables(catalog, catalog_roots(catalog_paths))
     store = DeltaStore(spark, base / "warehouse")
     sync_message_tables(store, tables)
-    return store, tables, warnings, classify_partition(spark, store, catalog, tables, landing_root, DAY)
+    return store, tables, warnings, classify_partition(spark, store, tables, landing_root, DAY)
 
 
 def land_azure(shared_data, base):

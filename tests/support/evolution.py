@@ -47,4 +47,4 @@ def classified_day(spark, tmp_path):
     catalog = load_catalog([catalog_dir])
     tables, _ = message_tables(catalog, catalog_roots([catalog_dir]))
     sync_message_tables(store, tables)
-    return catalog_dir, warehouse, store, tables, classify_partition(spark, store, catalog, tables, tmp_path / "landing", DAY)
+    return catalog_dir, warehouse, store, tables, classify_partition(spark, store, tables, tmp_path / "landing", DAY)

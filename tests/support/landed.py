@@ -11,10 +11,8 @@ from deltalake import DeltaTable
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.message_tables import sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
+from support.runs import no_spark
 
-
-def no_spark():
-    raise AssertionError("these days are small: Spark must not start")
 
 
 def run_landing(tmp_path: Path, catalog_tables: tuple, landing: Path | str, layout: str, name: str, day: dt.date):
@@ -23,7 +21,7 @@ def run_landing(tmp_path: Path, catalog_tables: tuple, landing: Path | str, layo
     catalog, tables = catalog_tables
     store = DeltaStore(no_spark, tmp_path / f"warehouse-{name}", "delta-rs", master="local[2]")
     sync_message_tables(store, tables)
-    result = classify_partition(no_spark, store, catalog, tables, str(landing), day, local_bytes=1 << 30, layout=layout)
+    result = classify_partition(no_spark, store, tables, str(landing), day, local_bytes=1 << 30, layout=layout)
     ok, counts = conservation(store, tables, day, result.records, result.stored)
     assert ok, counts
     return result, store

@@ -14,8 +14,8 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.landing.listing import partition_files
 from catalake.platform.landing.planning import plan_tasks
 from catalake.platform.runs.classifier import Classifier
-from catalake.platform.runs.plan import Plan
 from catalake.platform.warehouse.message_tables import message_tables
+from support.runs import plan_for
 
 DAY = dt.date(2026, 11, 20)
 
@@ -32,7 +32,7 @@ def run_day(tmp_path: Path, messages: dict | None, records: list, group: str = "
     (day / "a.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
     tables, _ = message_tables(load_catalog([catalog]), [catalog])
     warehouse = tmp_path / "warehouse"
-    plan = Plan(tuple(tables), str(warehouse), DAY, dt.datetime.now(dt.timezone.utc), "t")
+    plan = plan_for(tables, warehouse, DAY)
     pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", DAY), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
     rows = {name: [row for rel, _, _ in files for row in pq.read_table(warehouse / name / rel).to_pylist()]

@@ -9,7 +9,7 @@ import json
 from deltalake import DeltaTable
 
 from catalake.platform import uris
-from catalake.platform.warehouse.names import warehouse_tables
+from catalake.platform.warehouse.queries import warehouse_tables
 
 
 def table_hashes(warehouse: str, day: dt.date | None = None) -> dict[str, list[str]]:

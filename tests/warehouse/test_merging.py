@@ -1,4 +1,4 @@
-"""Merges by the byte (issue 52): many table-partitions' merges packed into few tasks by their
+"""Merges by the byte: many table-partitions' merges packed into few tasks by their
 input bytes, each merge's rows kept (order, schema evolution, the row count checked), on the
 driver's threads and in a Spark job alike; a full run's files bounded with several tasks, and a
 compaction by Spark, leave every table's rows as they were."""
@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from catalake.platform.errors import MergeError
 from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
 from catalake.platform.warehouse.merging import Merge, file_bound, merge_files, merge_tasks, pack, run_merges
 
@@ -101,7 +102,7 @@ def test_a_merge_whose_inputs_hold_other_rows_than_the_log_says_writes_nothing(t
     inputs = write_parts(tmp_path, "messages/a", evolving_parts(2, 3))
     wrong = [inputs[0]._replace(rows=inputs[0].rows + 1), *inputs[1:]]
     for whole in (1 << 30, 0):
-        with pytest.raises(ValueError, match="rows, expected"):
+        with pytest.raises(MergeError, match="rows, expected"):
             merge_files(str(tmp_path), Merge("messages/a", wrong, f"{FOLDER}/out.zstd.parquet"), whole_read_bytes=whole)
         assert not (tmp_path / "messages/a" / FOLDER / "out.zstd.parquet").exists()
 
@@ -150,7 +151,7 @@ def test_a_spark_job_of_few_tasks_runs_many_merges_and_returns_each_merge_s_file
 
 
 def layout(store) -> dict[str, list[PartFile]]:
-    from catalake.platform.warehouse.names import warehouse_tables
+    from catalake.platform.warehouse.queries import warehouse_tables
 
     names = [t for t in warehouse_tables(store.root).values() if t != "catalog/messages"]
     return {n: store.partition_files(n, PARTITION_COLUMN, DAY) for n in names}
@@ -200,7 +201,7 @@ def test_a_full_run_of_several_spark_tasks_merges_each_table_within_the_bound_an
         store = DeltaStore(spark, tmp_path / name)
         sync_message_tables(store, tables)
         said: list[str] = []
-        result = classify_partition(spark, store, catalog, tables, str(landing), DAY, target_file_bytes=target,
+        result = classify_partition(spark, store, tables, str(landing), DAY, target_file_bytes=target,
                                     progress=said.append)
         assert result.tasks >= 2 and result.records == 5000
         assert conservation(store, tables, DAY, result.records, result.stored)[0]
@@ -246,7 +247,7 @@ def test_a_day_of_increments_compacted_by_spark_keeps_its_rows_within_the_bound(
     sync_message_tables(store, tables)
     for path, text in pieces:
         path.write_text(text)
-        classify_increment(spark, store, catalog, tables, str(landing.parent), DAY, local_bytes=1 << 30)
+        classify_increment(spark, store, tables, str(landing.parent), DAY, local_bytes=1 << 30)
     before = table_hashes(store.root)
     many = {n: len(f) for n, f in layout(store).items()}
     assert max(many.values()) >= 4 and not within_bound(store, 128 << 20)

@@ -1,4 +1,4 @@
-"""Per-message Delta tables: columns from the catalog, creation, and evolution rules (issue 3)."""
+"""Per-message Delta tables: columns from the catalog, creation, and evolution rules."""
 
 import json
 from datetime import date, datetime, timezone

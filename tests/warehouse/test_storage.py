@@ -12,6 +12,7 @@ from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.backends import native_delta_available
 from catalake.platform.warehouse.files import PartFiles
 from catalake.platform.warehouse.store import DeltaStore
+from support.runs import no_spark
 
 SCHEMA = StructType(
     [
@@ -237,9 +238,6 @@ def test_an_append_reports_the_partition_after_it_with_or_without_another_writer
     import pyarrow.parquet as pq
 
     from catalake.platform.warehouse.files import PartFile
-
-    def no_spark():
-        raise AssertionError("delta-rs only")
 
     store = DeltaStore(no_spark, tmp_path / "w", "delta-rs", master="local[2]")
     store.create("events", SCHEMA, partition_by=["event_date"])

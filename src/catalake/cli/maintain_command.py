@@ -18,7 +18,7 @@ def maintain(args) -> int:
     target size) and, with `--vacuum`, delete what no version inside retention needs."""
     from catalake.platform.maintenance import compact_day, vacuum_warehouse
     from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
-    from catalake.platform.warehouse.names import warehouse_tables
+    from catalake.platform.warehouse.queries import warehouse_tables
 
     if not (args.date or args.start or args.vacuum):
         raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, or both")

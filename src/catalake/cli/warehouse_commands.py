@@ -17,7 +17,7 @@ def tables(args) -> int:
     """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars)."""
     from deltalake import DeltaTable
 
-    from catalake.platform.warehouse.names import warehouse_tables
+    from catalake.platform.warehouse.queries import warehouse_tables
 
     warehouse = Settings.from_env().warehouse
     tables = warehouse_tables(warehouse)
@@ -38,7 +38,7 @@ def sql(args) -> int:
     if args.engine == "duckdb":
         import duckdb
 
-        from catalake.platform.warehouse.names import duckdb_sql
+        from catalake.platform.warehouse.queries import duckdb_sql
 
         try:
             columns, rows = duckdb_sql(settings.warehouse, args.query, args.limit)
@@ -47,7 +47,7 @@ def sql(args) -> int:
     else:
         from pyspark.errors import PySparkException
 
-        from catalake.platform.warehouse.names import sql
+        from catalake.platform.warehouse.queries import sql
 
         context = Context(settings, "catalake-sql")
         try:

@@ -30,9 +30,10 @@ from catalake.platform.runs.increment import classify_increment
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
 from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
-from catalake.platform.warehouse.names import analyst_name
+from catalake.platform.warehouse.queries import analyst_name
 
 from .checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
+from .failures import failing_plainly
 from .load_state import start_date_at_load
 from .message_assets import CatalogAtLoad, as_owner, message_specs
 from .metadata import code_version, column_schema
@@ -102,6 +103,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
             ),
         ],
     )
+    @failing_plainly
     def classify_events(context: AssetExecutionContext):
         """Reads one day of landed events, classifies every record against the catalog's message
         definitions, and overwrites that day in each per-message table and in `deadletter`, in
@@ -122,8 +124,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         catalog_source, landing, warehouse = resources.catalog_source, resources.landing, resources.warehouse
         spark = resources.spark
         try:
-            catalog = catalog_source.load()
-            tables = catalog_source.tables(catalog)
+            tables = catalog_source.tables(catalog_source.load())
         except CatalogError as exc:
             raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
         key_of = {t.name: names.message(t.message) for t in tables}
@@ -131,12 +132,12 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         only = selected_tables(context.selected_asset_keys, tables, key_of, deadletter_key)
         store = warehouse.store(spark)  # Spark started on first use: not for a small increment (Settings.local_bytes)
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
-            result = classify_increment(lambda: store.spark, store, catalog, tables, landing.root, day,
+            result = classify_increment(lambda: store.spark, store, tables, landing.root, day,
                                         layout=landing.layout, local_bytes=settings.local_bytes(incremental=True),
                                         progress=context.log.info)
         else:
             result = classify_partition(
-                lambda: store.spark, store, catalog, tables, landing.root, day, only=only, layout=landing.layout,
+                lambda: store.spark, store, tables, landing.root, day, only=only, layout=landing.layout,
                 local_bytes=settings.local_bytes(incremental=False), target_file_bytes=settings.target_file_bytes,
                 progress=context.log.info,
             )

@@ -18,13 +18,3 @@ def ansi_string(text: str) -> str:
     """A string literal of standard SQL (DuckDB, which runs the dbt models): quotes doubled,
     backslashes as they are."""
     return "'" + text.replace("'", "''") + "'"
-
-
-def literal(value) -> str:
-    """A JSON scalar from a schema (str, int, float) as a SQL literal of the same Spark type
-    `functions.lit` would give it."""
-    if isinstance(value, str):
-        return string(value)
-    if isinstance(value, float):
-        return f"{value!r}D"
-    return str(int(value))

@@ -20,7 +20,7 @@ Rules (each a named function below, with the spec section it implements):
   catalogs put whole URLs in one placeholder); the whole value is anchored; where a split is
   ambiguous the earlier placeholder takes the shortest match. Strict mode (`strict=True`)
   matches only what a level-1 expansion can produce (unreserved characters and %-escapes).
-* rule_required: `required` attributes/options must be present (`id`, `source`, `type`,
+* required (`CompiledCatalog.match`, `missing`): `required` attributes/options must be present (`id`, `source`, `type`,
   `specversion` always, spec "CloudEvents/1.0"). A structured JSON event without
   `datacontenttype` carries JSON (CloudEvents JSON format), so it counts as `application/json`.
   A `timestamp` declaration's `value` is a constant like any other (spec "value"), compared as
@@ -103,7 +103,7 @@ def template_regex(template: str, strict: bool = False) -> tuple[str, list[str]]
     return "^" + "".join(parts) + "$", names
 
 
-def registry_reference(value) -> bool:
+def is_registry_pointer(value) -> bool:
     """A `dataschema` value pointing consumers at the catalog's own registry entry: producers do
     not send it, so it neither filters records nor is required of them."""
     return isinstance(value, str) and value.startswith(("#", "/schemagroups/"))
@@ -127,7 +127,7 @@ def _check(key: str, decl: dict, strict: bool) -> Check | None:
     kind = str(decl.get("type") or "string").lower()
     if kind == "timestamp" and not attributes.timestamp_value_filters(value):
         value = None  # 0000-01-01T00:00:00Z: the creation time, filled in by producers (spec "value")
-    if key == "ce:dataschema" and registry_reference(value):
+    if key == "ce:dataschema" and is_registry_pointer(value):
         return None
     if value is None and not required and kind in ("string", "uritemplate"):
         return None  # declares nothing a record could violate
@@ -235,10 +235,6 @@ def rule_uritemplate(c: Check, value: str) -> re.Match | None:
     """The template's match of the whole value (its groups are the placeholder values), or None."""
     m = c.regex.match(value)
     return m if m is not None and m.end() == len(value) else None
-
-
-def rule_required(c: Check, value: str | None) -> bool:
-    return value is not None or not c.required
 
 
 def rule_attribute_type(c: Check, value: str, rec: Record) -> bool:

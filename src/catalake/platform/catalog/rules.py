@@ -19,7 +19,6 @@ from .normalize import Origin
 NAME_VERSION = re.compile(r"^[A-Za-z][A-Za-z0-9.+_-]*/[A-Za-z0-9][A-Za-z0-9.+_-]*$")
 # "KAFKA" and "NATS" name no version in the spec; the spec's own HTTP example says "HTTP".
 UNVERSIONED_PROTOCOLS = {"KAFKA", "NATS", "HTTP"}
-CE_ALWAYS_REQUIRED = ("id", "source", "type")
 SCHEMA_SLOTS = ("dataschema", "dataschemauri", "dataschemaxid")
 # RFC 6570 2.3 varname: letters, digits, `_` and %-escapes, with single dots inside
 VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
@@ -112,7 +111,8 @@ def rule_cloudevents_required_attributes(msg: dict, origin: Origin) -> list[Prob
             "cloudevents-required-attribute",
             f"CloudEvents attribute '{name}' is always required and must not be declared required: false",
         )
-        for name in CE_ALWAYS_REQUIRED
+        for name in cloudevents.REQUIRED
+        if name != "specversion"  # the envelope says it; rule_specversion checks its value
         if isinstance(meta.get(name), dict) and meta[name].get("required") is False
     ]
 

@@ -35,6 +35,8 @@ from typing import Any, Callable
 
 import orjson
 
+from ..records import cloudevents
+
 GZIP = b"\x1f\x8b"
 ZSTD = b"\x28\xb5\x2f\xfd"
 SNAPPY_FRAMED = b"\xff\x06\x00\x00sNaPpY"
@@ -48,7 +50,7 @@ AMQP_PROPERTIES = frozenset({"message-id", "user-id", "to", "subject", "reply-to
                              "reply-to-group-id"})
 CAPTURE_FIELDS = frozenset({"SequenceNumber", "Offset", "EnqueuedTimeUtc", "SystemProperties", "Properties", "Body"})
 KAFKA_SOURCE_COLUMNS = frozenset({"key", "value", "topic", "partition", "offset"})
-CE_REQUIRED = frozenset({"specversion", "id", "source", "type"})
+CE_REQUIRED = frozenset(cloudevents.REQUIRED)
 # Kafka Connect's storage sinks name a file <topic>+<kafkaPartition>+<startOffset>.<format>[.<codec>]
 CONNECT_FILE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)(?:\.[^.+]+)*$")
 
@@ -228,7 +230,7 @@ def _payload(record: dict, member: str, value) -> None:
         record[member] = jsonable(value)
 
 
-def _millis(value) -> int | None:
+def _as_millis(value) -> int | None:
     if isinstance(value, dt.datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
         return int(aware.timestamp() * 1000)
@@ -324,7 +326,7 @@ def kafka_source_record(r: dict) -> dict:
         _payload(record, "key", r["key"])
     _payload(record, "payload", r.get("value"))
     if r.get("timestamp") is not None:
-        record["timestamp"] = _millis(r["timestamp"])
+        record["timestamp"] = _as_millis(r["timestamp"])
     headers = []
     for header in r.get("headers") or []:
         headers += [header.get("key"), _text(header.get("value"))]

@@ -35,7 +35,7 @@ from typing import Iterator
 
 from pyspark.sql.types import ArrayType, DataType, DateType, StringType, StructField, StructType, TimestampType
 
-from ..catalog.matcher import CE_TYPED, declared_content_type, registry_reference, template_regex
+from ..catalog.matcher import CE_TYPED, declared_content_type, is_registry_pointer, template_regex
 from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
 from ..records import cloudevents
 from ..records.attributes import TEXT_SYNTAX, declared_text, is_content_type, media_type_regex, value_set
@@ -187,7 +187,7 @@ def rule_required_attributes(table: MessageTable) -> Iterator[Expectation]:
     `required: true`, are not null (a `dataschema` naming the catalog's registry entry excepted,
     as in the matcher: producers do not send it)."""
     columns = table.schema.fieldNames()
-    declared = {n: d for n, d in _declarations(table) if not (n == "dataschema" and registry_reference(d.get("value")))}
+    declared = {n: d for n, d in _declarations(table) if not (n == "dataschema" and is_registry_pointer(d.get("value")))}
     for name in [n for n in cloudevents.BY_NAME if n in columns] + [n for n in declared if n not in cloudevents.BY_NAME]:
         always = name in cloudevents.REQUIRED
         if always or declared.get(name, {}).get("required"):

@@ -274,7 +274,7 @@ def validate_stored(spark, store, tables, day, names: Sequence[str] | None = Non
     """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
     by warehouse name or SQL name), the referee of the classification pass's results."""
     from ..config import local_folder
-    from ..warehouse.message_tables import PARTITION_COLUMN
+    from ..warehouse.files import PARTITION_COLUMN
     from .suites import build_suite
 
     validator = validator or Validator(local_folder(store.root))

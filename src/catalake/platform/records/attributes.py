@@ -27,11 +27,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..jsonvalues import from_base64, rfc3339
+from ..jsonvalues import INTEGER_TEXT, from_base64, rfc3339
 from ..patterns import compile_pattern
 
 INT32 = 1 << 31
-INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 # the absolute end of the text: `$` also matches before a final line break, and Java counts `\r`
 # (and a few more) as one where Python does not
 END = r"(?![\s\S])"

@@ -98,7 +98,7 @@ def _bool(value) -> bool | None:
     return {"true": True, "false": False}.get(text.lower()) if text is not None else None
 
 
-def _millis(value) -> dt.datetime | None:
+def _moment_of_millis(value) -> dt.datetime | None:
     millis = as_int(value)
     if millis is None:
         return None
@@ -115,7 +115,7 @@ def _annotation(rec: dict, name: str) -> str | None:
 def enqueued_time(value) -> dt.datetime | None:
     """The `x-opt-enqueued-time` annotation (Event Hubs, Service Bus) as a UTC timestamp: an AMQP
     timestamp is epoch milliseconds; RFC 3339 text is read too."""
-    moment = _millis(value)
+    moment = _moment_of_millis(value)
     if moment is None and isinstance(value, str):
         moment = rfc3339(value)
     return moment.astimezone(dt.timezone.utc) if moment is not None else None
@@ -143,7 +143,7 @@ KAFKA = Binding(
         Column("kafka_key", StringType(), "Record key (text, or base64 when binary).",
                lambda rec, h, p: as_text(rec["key"]) if rec.get("key") is not None else as_text(rec.get("key_base64"))),
         Column("kafka_timestamp", TimestampType(), "Record timestamp.",
-               lambda rec, h, p: _millis(rec["ts"] if rec.get("ts") is not None else rec.get("timestamp"))),
+               lambda rec, h, p: _moment_of_millis(rec["ts"] if rec.get("ts") is not None else rec.get("timestamp"))),
         Column("kafka_headers", TEXT_MAP, "Record headers other than CloudEvents attributes.",
                lambda rec, h, p: _without(h, ("ce_", "content-type")), scalar=False),
     ),

@@ -26,15 +26,14 @@ from typing import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from .. import layouts, uris
-from ..catalog.model import Catalog
 from ..errors import StorageError
 from ..landing.listing import display_path, list_day
 from ..landing.planning import plan_tasks, tiling_faults
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
-from ..warehouse.files import PartFile
+from ..warehouse.files import PARTITION_COLUMN, PartFile
 from ..warehouse.merging import TARGET_FILE_BYTES, Merge, merge_groups, run_merges
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
+from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import ledger, recovery
 from .plan import Plan, new_plan
@@ -45,7 +44,6 @@ from .tasks import engine_for, execute, parallelism
 def classify_partition(
     spark: SparkSession | Callable[[], SparkSession],
     store: DeltaStore,
-    catalog: Catalog,
     tables: Sequence[MessageTable],
     landing: str,
     day: dt.date,

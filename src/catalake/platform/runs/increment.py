@@ -18,11 +18,11 @@ from typing import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from .. import uris
-from ..catalog.model import Catalog
 from ..landing.listing import list_day
 from ..landing.planning import pack
 from ..warehouse.deadletters import DEADLETTER_TABLE
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
+from ..warehouse.files import PARTITION_COLUMN
+from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import ledger
 from .day import classify_partition, day_run, ensure_deadletter
@@ -34,7 +34,6 @@ from .tasks import engine_for, execute, parallelism
 def classify_increment(
     spark: SparkSession | Callable[[], SparkSession],
     store: DeltaStore,
-    catalog: Catalog,
     tables: Sequence[MessageTable],
     landing: str,
     day: dt.date,
@@ -60,7 +59,7 @@ def classify_increment(
         pieces, reads, why = ledger.plan(day_ledger, listing.files)
     if why is not None:
         progress(f"{day}: a full run instead of an increment: {why}")
-        result = classify_partition(spark, store, catalog, tables, landing, day, strict=strict, ingested_at=ingested_at,
+        result = classify_partition(spark, store, tables, landing, day, strict=strict, ingested_at=ingested_at,
                                     local_bytes=local_bytes, layout=layout, progress=progress)
         result.kind, result.fallback = "full", why
         result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}

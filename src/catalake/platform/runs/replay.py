@@ -34,7 +34,8 @@ from pyspark.sql import functions as F
 from ..errors import StorageError
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
-from ..warehouse.message_tables import PARTITION_COLUMN, MessageTable, sync_message_tables
+from ..warehouse.files import PARTITION_COLUMN
+from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import recovery
 from .classifier import Classifier

@@ -1,7 +1,7 @@
 """Which JSON Schema keywords the compiled payload checks (payload.py) decide exactly: a data
 schema using others (`not`, `if`, `dependentRequired`, `uniqueItems`, `multipleOf`, a `required`
 name not under `properties`, a type list, ...: `uncompiled`) is also validated by jsonschema itself
-(the classifier), and every error it finds counts. `needs_python_validation` tells which."""
+(the classifier), and every error it finds counts."""
 
 from __future__ import annotations
 
@@ -34,13 +34,6 @@ SUBSCHEMAS = {
 BY_KIND = {"number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
            "string": {"minLength", "maxLength", "pattern"}, "array": {"minItems", "maxItems", "items"},
            "object": {"properties", "additionalProperties", "required"}}
-
-
-def needs_python_validation(schema: Any) -> bool:
-    """Whether a JSON Schema document uses a keyword the native checks do not compile exactly:
-    its payloads are then validated by jsonschema too (classifier.py), never let through on
-    the keywords it could not check."""
-    return bool(uncompiled(schema))
 
 
 def uncompiled(schema: Any) -> set[str]:

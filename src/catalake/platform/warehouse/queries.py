@@ -1,4 +1,5 @@
-"""Analysts' names for the warehouse tables, the same in Spark SQL, dbt sources, DuckDB and Polars:
+"""Analysts' names for the warehouse tables, the same in Spark SQL, dbt sources, DuckDB and Polars,
+and queries over the tables by those names:
 `<group>__<message>` for each per-message table, `deadletter`, `catalog_messages`."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from .. import uris
 from .catalog_table import CATALOG_TABLE
 from .deadletters import DEADLETTER_TABLE
+from .files import snapshot_dataset
 from .message_tables import MESSAGES_PREFIX
 from .store import DeltaStore
 
@@ -58,7 +60,8 @@ def duckdb_sql(warehouse: str, query: str, limit: int | None = None) -> tuple[li
     with duckdb.connect() as con:
         for name, table in warehouse_tables(warehouse).items():
             if name in words:
-                con.register(name, DeltaTable(uris.join(warehouse, table), storage_options=options).to_pyarrow_dataset())
+                location = uris.join(warehouse, table)
+                con.register(name, snapshot_dataset(DeltaTable(location, storage_options=options), location))
         result = con.sql(query)
         if result is None:
             return [], []
