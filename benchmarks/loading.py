@@ -58,11 +58,12 @@ def keep_state(environment: dict) -> float:
     from catalake.defs.message_assets import catalog_at_load
     from catalake.defs.names import DEFAULT
     from catalake.platform.config import Settings
+    from catalake.resources import Configured
 
     clock = time.perf_counter()
-    settings = Settings.from_env(environment)
-    ensure_manifest(dbt_project(settings, catalog_at_load(settings).tables))
-    keep_first_day(settings, DEFAULT)
+    configured = Configured.from_settings(Settings.from_env(environment))
+    ensure_manifest(dbt_project(configured.warehouse, catalog_at_load(configured.catalog_source).tables))
+    keep_first_day(configured, DEFAULT)
     return time.perf_counter() - clock
 
 

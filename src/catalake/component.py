@@ -9,14 +9,19 @@
 
 Each instance gives its own assets (under `key_prefix`), jobs, schedules, sensors and resources
 (named `<prefix>_<name>`); every instance shares the `spark` resource. An attribute left out is
-the environment's setting (CATALAKE_CATALOG, CATALAKE_LANDING, ...; see `catalake.platform.config`)."""
+the environment's setting (CATALAKE_CATALOG, CATALAKE_LANDING, ...; see `catalake.platform.config`).
+
+`landing` and `warehouse` may name an environment variable, as Dagster's run config does
+(`warehouse: {env: LAKE_URI}`): their resource's field is then an `EnvVar`, resolved by Dagster
+when a run starts and never shown in the UI; a load reads the same variable."""
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from dagster import Definitions
+from dagster import Definitions, EnvVar
 from dagster.components import (
     Component,
     ComponentLoadContext,
@@ -28,9 +33,11 @@ from dagster.components import (
 )
 
 from catalake.defs.names import Names
-from catalake.location import build_definitions
+from catalake.location import build_definitions, spark_resource
 from catalake.platform import uris
 from catalake.platform.config import Settings, local_folder
+from catalake.platform.errors import SettingsError
+from catalake.resources import Configured, LandingZone, Warehouse
 
 DEFS_YAML = """\
 type: catalake.CatalakeComponent
@@ -76,15 +83,15 @@ class CatalakeComponent(Component, Resolvable):
     catalog: Annotated[str | list[str] | None, Resolver.default(
         description="The xRegistry catalog: a file or a folder, or a list of them (default: CATALAKE_CATALOG)",
         examples=["{{ project_root }}/catalogs/payments"])] = None
-    landing: Annotated[str | None, Resolver.default(
-        description="Where the producers' files land: a folder or a URI (default: CATALAKE_LANDING)",
-        examples=["s3://landing-bucket/payments"])] = None
+    landing: Annotated[str | dict[str, str] | None, Resolver.default(
+        description="Where the producers' files land: a folder or a URI, or {env: VARIABLE} (default: CATALAKE_LANDING)",
+        examples=["s3://landing-bucket/payments", {"env": "PAYMENTS_LANDING"}])] = None
     landing_layout: Annotated[str | None, Resolver.default(
         description="Where a day's files are below the landing: day, hive, dated, capture, connect or a template "
         "(default: CATALAKE_LANDING_LAYOUT)", examples=["day", "{source}/{yyyy}/{mm}/{dd}"])] = None
-    warehouse: Annotated[str | None, Resolver.default(
-        description="Where the Delta tables are written: a folder or a URI (default: CATALAKE_WAREHOUSE)",
-        examples=["s3://lake/payments"])] = None
+    warehouse: Annotated[str | dict[str, str] | None, Resolver.default(
+        description="Where the Delta tables are written: a folder or a URI, or {env: VARIABLE} (default: "
+        "CATALAKE_WAREHOUSE)", examples=["s3://lake/payments", {"env": "PAYMENTS_WAREHOUSE"}])] = None
     key_prefix: Annotated[str | list[str] | None, Resolver.default(
         description="Every asset key starts with it; jobs, schedules, sensors and resources are named "
         "<key_prefix>_<name>", examples=["payments"])] = None
@@ -116,11 +123,11 @@ class CatalakeComponent(Component, Resolvable):
             paths = [self.catalog] if isinstance(self.catalog, str) else self.catalog
             given["catalog"] = tuple(Path(_located(p, folder)) for p in paths)
         if self.landing is not None:
-            given["landing"] = _located(self.landing, folder)
+            given["landing"] = _located(_value(self.landing, "landing"), folder)
         if self.landing_layout is not None:
             given["layout"] = self.landing_layout
         if self.warehouse is not None:
-            given["warehouse"] = _located(self.warehouse, folder)
+            given["warehouse"] = _located(_value(self.warehouse, "warehouse"), folder)
         if self.spark_conf:
             conf = {**dict(base.spark_conf), **{k: str(v) for k, v in self.spark_conf.items()}}  # YAML may give numbers
             given["spark_conf"] = tuple(sorted(conf.items()))
@@ -146,7 +153,36 @@ class CatalakeComponent(Component, Resolvable):
 
     def definitions(self, folder: Path | None = None) -> Definitions:
         """This instance's definitions, relative paths taken from `folder` (default: here)."""
-        return build_definitions(self.settings(folder or Path.cwd()), analytics=self.analytics, names=self.names)
+        settings = self.settings(folder or Path.cwd())
+        r = Configured.from_settings(settings, spark_resource(settings.spark_master, settings.spark_conf, settings.engine,
+                                                              settings.local_task_bytes))
+        if _variable(self.landing):
+            r = dataclasses.replace(r, landing=_with(r.landing, path=EnvVar(_variable(self.landing))))
+        if _variable(self.warehouse):
+            r = dataclasses.replace(r, warehouse=_with(r.warehouse, path=EnvVar(_variable(self.warehouse))))
+        return build_definitions(settings, analytics=self.analytics, names=self.names, configured=r)
+
+
+def _variable(value) -> str | None:
+    """The environment variable an attribute names (`{env: NAME}`), else None."""
+    return value["env"] if isinstance(value, dict) else None
+
+
+def _value(value: str | dict, attribute: str) -> str:
+    """An attribute's value as this load sees it (a named variable read from the environment)."""
+    name = _variable(value)
+    if name is None:
+        return value
+    if set(value) != {"env"} or not isinstance(name, str):
+        raise SettingsError(f"{attribute}: {value!r}: a value, or {{env: VARIABLE}}")
+    if not os.environ.get(name):
+        raise SettingsError(f"{attribute}: the environment variable {name} it names is not set")
+    return os.environ[name]
+
+
+def _with(resource: LandingZone | Warehouse, **fields):
+    """`resource` with `fields` replaced (a resource is built whole: its fields are checked then)."""
+    return type(resource)(**{**{name: getattr(resource, name) for name in type(resource).model_fields}, **fields})
 
 
 def _located(path: str, folder: Path) -> str:

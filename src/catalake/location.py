@@ -27,41 +27,37 @@ from catalake.defs.message_assets import catalog_at_load
 from catalake.leases import leased_in_process_executor
 from catalake.defs.names import DEFAULT, SPARK, Names
 from catalake.platform.config import Settings
-from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
+from catalake.resources import Configured, SparkSessionResource
 
 
-def build_definitions(settings: Settings | None = None, analytics: bool = True, names: Names = DEFAULT) -> Definitions:
-    """Everything of the code location (or of one component instance, named by `names`);
-    `analytics=False` leaves out the dbt project, the data docs and their job (`catalake run
-    --no-analytics` does not load them)."""
+def build_definitions(settings: Settings | None = None, analytics: bool = True, names: Names = DEFAULT,
+                      configured: Configured | None = None) -> Definitions:
+    """Everything of the code location (or of one component instance, named by `names`), built
+    from its resources: `configured`, else the ones `settings` say. `analytics=False` leaves out
+    the dbt project, the data docs and their job (`catalake run --no-analytics` does not load them)."""
     settings = settings or Settings.from_env()
-    loaded = catalog_at_load(settings)  # read once for every definition built from it
-    partitions = daily_partitions(settings, names)
-    events = build_events_asset(settings, partitions, loaded, names)
+    r = configured or Configured.from_settings(settings, spark_resource(
+        settings.spark_master, settings.spark_conf, settings.engine, settings.local_task_bytes))
+    loaded = catalog_at_load(r.catalog_source)  # read once for every definition built from it
+    partitions = daily_partitions(r, names)
+    events = build_events_asset(r, partitions, loaded, names)
     events_job = build_events_job(partitions, events, names)
-    assets = [build_catalog_asset(names, settings), build_suites_asset(names), events, build_drift_asset(partitions, names)]
-    maintenance_job = build_maintenance_job(settings, partitions, names)
+    assets = [build_catalog_asset(names), build_suites_asset(names), events, build_drift_asset(partitions, names)]
+    maintenance_job = build_maintenance_job(partitions, names)
     jobs = [build_catalog_job(names, analytics), events_job, build_validate_job(partitions, names),
             build_replay_job(partitions, names), maintenance_job]
-    resources = {
-        SPARK: spark_resource(settings.spark_master, settings.spark_conf),
-        names.of("warehouse"): Warehouse(path=settings.warehouse, delta_backend=settings.delta_backend,
-                                         local_path=str(settings.local), commit_threads=settings.commit_threads),
-        names.of("catalog_source"): CatalogSource(
-            paths=[str(p) for p in settings.catalog], schema_roots=[str(p) for p in settings.schema_roots]
-        ),
-        names.of("landing"): LandingZone(path=settings.landing, layout=settings.layout),
-    }
+    resources = {SPARK: r.spark, names.of("warehouse"): r.warehouse, names.of("catalog_source"): r.catalog_source,
+                 names.of("landing"): r.landing}
     if analytics:
         from catalake.defs.dbt_project_asset import build_dbt_project_asset, manifest_at_load
 
         docs = build_data_docs_asset(partitions, names)
-        assets += [build_dbt_project_asset(settings, names), docs]
+        assets += [build_dbt_project_asset(names), docs]
         analytics_assets = [docs]
-        if manifest_at_load(settings, loaded) is not None:  # parsed by a `catalake_job` run: read only
+        if manifest_at_load(r, loaded) is not None:  # parsed by a `catalake_job` run: read only
             from catalake.defs.analytics_assets import build_dbt_assets, dbt_cli, loaded_project
 
-            project = loaded_project(settings)
+            project = loaded_project(r.warehouse)
             dbt = build_dbt_assets(partitions, project, names)
             assets.append(dbt)
             analytics_assets.insert(0, dbt)
@@ -72,8 +68,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions, names),
                    build_maintenance_schedule(maintenance_job, partitions, names)],
-        sensors=[build_landing_sensor(events_job, settings.landing, partitions, settings.layout,
-                                      settings.increment_seconds, names),
+        sensors=[build_landing_sensor(events_job, r.landing, partitions, names),
                  build_compaction_sensor(events_job, maintenance_job, names)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM. Leased:
@@ -83,8 +78,9 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
 
 
 @lru_cache
-def spark_resource(master: str, conf: tuple[tuple[str, str], ...]) -> SparkSessionResource:
+def spark_resource(master: str, conf: tuple[tuple[str, str], ...], engine: str = "spark",
+                   local_task_bytes: int = 8 << 20) -> SparkSessionResource:
     """One resource object per Spark setting: every instance of a project shares it (Dagster
     merges definitions whose resources under one key are the same object; a process has one
     Spark session anyway)."""
-    return SparkSessionResource(master=master, conf=dict(conf))
+    return SparkSessionResource(master=master, conf=dict(conf), engine=engine, local_task_bytes=local_task_bytes)

@@ -13,8 +13,8 @@ from catalake.location import build_definitions
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.store import DeltaStore
-from catalake.resources import CatalogSource, SparkSessionResource, Warehouse
-from support.paths import DEMO_CATALOG
+from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
+from support.paths import DEMO_CATALOG, DEMO_DIR
 
 
 def resources(catalog_paths, warehouse):
@@ -22,6 +22,7 @@ def resources(catalog_paths, warehouse):
         "catalog_source": CatalogSource(paths=[str(p) for p in catalog_paths]),
         "spark": SparkSessionResource(master="local[2]"),
         "warehouse": Warehouse(path=str(warehouse)),
+        "landing": LandingZone(path=str(DEMO_DIR / "landing")),
     }
 
 

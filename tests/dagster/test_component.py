@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, Definitions
+from dagster import AssetKey, DagsterInstance, Definitions, EnvVar
 from deltalake import DeltaTable
 
 from catalake.component import CatalakeComponent
 from catalake.platform.config import Settings
+from catalake.platform.errors import SettingsError
 from support.classify import DAY, land_azure
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -143,3 +144,22 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
         blob = instance.get_latest_materialization_event(
             AssetKey(["storage", "messages", "Microsoft.Storage", "Microsoft.Storage.BlobCreated"]))
         assert blob.asset_materialization.metadata["dagster/partition_row_count"].value == 1
+
+
+def test_a_warehouse_named_by_an_environment_variable_is_resolved_when_the_run_starts(tmp_path, monkeypatch):
+    """`warehouse: {env: NAME}` in a defs.yaml: the resource's field is an EnvVar, which Dagster
+    resolves when the run starts (here, to another folder than when the location loaded)."""
+    component = CatalakeComponent.resolve_from_yaml(
+        'key_prefix: lake\nwarehouse: {env: CATALAKE_TEST_LAKE}\nstart_date: "2026-11-20"\nanalytics: false\n')
+    monkeypatch.setenv("CATALAKE_ENGINE", "local")
+    monkeypatch.setenv("CATALAKE_TEST_LAKE", str(tmp_path / "at-load"))
+    defs = component.definitions(tmp_path)
+    assert isinstance(defs.resources["lake_warehouse"].path, EnvVar)
+    monkeypatch.setenv("CATALAKE_TEST_LAKE", str(tmp_path / "at-run"))
+    run = defs.resolve_job_def("lake_catalake_job").execute_in_process(instance=DagsterInstance.ephemeral())
+    assert run.success
+    assert DeltaTable.is_deltatable(str(tmp_path / "at-run" / "catalog" / "messages"))
+    assert not (tmp_path / "at-load" / "catalog" / "messages").exists()
+    monkeypatch.delenv("CATALAKE_TEST_LAKE")
+    with pytest.raises(SettingsError, match="warehouse: the environment variable CATALAKE_TEST_LAKE it names is not set"):
+        component.definitions(tmp_path)

@@ -164,11 +164,18 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
 
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
+    from catalake.defs.load_state import start_date_at_load
+    from catalake.defs.names import DEFAULT
     from catalake.platform.config import Settings
-    from catalake.platform.landing.listing import DEFAULT_START, start_date
+    from catalake.platform.landing.listing import DEFAULT_START
+    from catalake.resources import Configured
+
+    def first(**env) -> str:
+        settings = Settings.from_env({"CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"), **env})
+        return start_date_at_load(Configured.from_settings(settings), DEFAULT)
 
     for name in ("2026-10-05", "dt=2026-09-30", "notes", "2026-13-99x"):
         (tmp_path / name).mkdir()
-    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path)})) == "2026-09-30"
-    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path), "CATALAKE_START_DATE": "2026-01-01"})) == "2026-01-01"
-    assert start_date(Settings.from_env({"CATALAKE_LANDING": str(tmp_path / "none")})) == DEFAULT_START
+    assert first(CATALAKE_LANDING=str(tmp_path)) == "2026-09-30"
+    assert first(CATALAKE_LANDING=str(tmp_path), CATALAKE_START_DATE="2026-01-01") == "2026-01-01"
+    assert first(CATALAKE_LANDING=str(tmp_path / "none")) == DEFAULT_START

@@ -4,6 +4,7 @@ function-level imports alike), and no Dagster under `platform/`."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from support.paths import REPO
@@ -183,3 +184,16 @@ def test_dagster_private_api_only_where_listed():
             inner = {t for t in targets if t.startswith("dagster_postgres.") and t != "dagster_postgres.utils"}
             assert not inner, f"{name}: {inner}: import from dagster_postgres itself"
     assert found == PRIVATE_DAGSTER
+
+
+def test_settings_reach_defs_through_the_resources_only():
+    """Nothing under `defs/` reads `Settings`: the location builds the resources from them
+    (resources/configured.py), and the definitions and runs read the resources."""
+    readers = {}
+    for path in (SOURCE / "catalake" / "defs").glob("*.py"):
+        text = path.read_text()
+        found = [w for w in ("Settings", "settings.") if w in text]
+        found += re.findall(r"(?:environ\.get\(|environ\[|getenv\()[\"']CATALAKE_\w+", text)
+        if found:
+            readers[path.name] = found
+    assert readers == {}

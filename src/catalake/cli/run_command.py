@@ -66,8 +66,9 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     suites = settings.local / SUITES_DIR
     if analytics:
         from catalake.defs.dbt_project_asset import manifest_path
+        from catalake.resources import Configured
 
-        if not manifest_path(settings).exists():
+        if not manifest_path(Configured.from_settings(settings).warehouse).exists():
             return False
     return (stored.value == catalog_fingerprint(tables)
             and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
@@ -77,8 +78,9 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
 def _not_partitions(settings: Settings, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
     from catalake.defs.event_assets import daily_partitions
+    from catalake.resources import Configured
 
-    keys = daily_partitions(settings).get_partition_keys()
+    keys = daily_partitions(Configured.from_settings(settings)).get_partition_keys()
     outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
     if not outside:
         return None

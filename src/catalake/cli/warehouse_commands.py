@@ -63,6 +63,10 @@ def dbt_project(args) -> int:
     """Prepare the configured catalog's dbt project (what the analytics assets run) and print
     where it is, e.g. to run dbt by hand there."""
     from catalake.defs.analytics_assets import dbt_project
+    from catalake.defs.message_assets import catalog_at_load
+    from catalake.resources import Configured
 
-    print(dbt_project(Settings.from_env()).project_dir)
+    configured = Configured.from_settings(Settings.from_env())
+    tables = catalog_at_load(configured.catalog_source).tables  # none while the catalog is invalid
+    print(dbt_project(configured.warehouse, tables).project_dir)
     return 0

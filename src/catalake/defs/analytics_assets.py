@@ -16,22 +16,15 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_as
 from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
 from catalake.platform import uris
-from catalake.platform.catalog import CatalogError, load_catalog
-from catalake.platform.config import Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
-from catalake.platform.warehouse.message_tables import message_tables
+from catalake.resources import Warehouse
 
 from .names import DEFAULT, Names
 
-def dbt_project(settings: Settings, tables: list | None = None) -> DbtProject:
-    """The configured catalog's dbt project (its message tables `tables`, read here when not
-    given), prepared (only changed files are rewritten)."""
-    if tables is None:
-        try:
-            tables, _ = message_tables(load_catalog(settings.catalog), settings.roots)
-        except CatalogError:
-            tables = []  # the code location still loads; the catalog job reports the problems
-    folder = prepare_project(settings.dbt_template, settings.dbt_dir, tables)
+def dbt_project(warehouse: Warehouse, tables: list) -> DbtProject:
+    """The catalog's dbt project over its message tables `tables`, prepared in the warehouse's
+    dbt folder from its template (only changed files are rewritten)."""
+    folder = prepare_project(Path(warehouse.dbt_template), warehouse.dbt_dir, tables)
     return DbtProject(project_dir=folder, profiles_dir=folder)
 
 
@@ -130,6 +123,6 @@ def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProj
     return analytics
 
 
-def loaded_project(settings: Settings) -> DbtProject:
+def loaded_project(warehouse: Warehouse) -> DbtProject:
     """The project a `dbt_project` run prepared, as the code location loads it (nothing written)."""
-    return DbtProject(project_dir=settings.dbt_dir, profiles_dir=settings.dbt_dir)
+    return DbtProject(project_dir=warehouse.dbt_dir, profiles_dir=warehouse.dbt_dir)

@@ -1,8 +1,6 @@
 """The message catalog itself, materialized as the Delta table `catalog/messages`."""
 
 
-import dataclasses
-
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
 import catalake.platform.catalog
@@ -12,7 +10,6 @@ import catalake.platform.warehouse.evolution
 import catalake.platform.warehouse.message_tables
 from catalake.display import catalog_rows, markdown_table
 from catalake.platform.catalog import CatalogError
-from catalake.platform.config import Settings
 from catalake.platform.quality.expectations import gx_imported_meanwhile
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.warehouse.evolution import EvolutionError
@@ -23,6 +20,8 @@ from catalake.platform.warehouse.message_tables import (
     sync_message_tables,
     table_fingerprint,
 )
+
+from catalake.resources import Configured
 
 from .failures import failing_plainly
 from .load_state import keep_first_day, keep_specs
@@ -60,13 +59,11 @@ def _changes_markdown(changes: dict[str, list[str]]) -> str:
     return "\n".join(lines) or "no definition changed since the previous materialization"
 
 
-def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None):
-    """The `message_catalog` asset of one instance (its key, group and resources named by `names`;
-    the owners and landing its specs and first day are kept with, from `settings`)."""
-    settings = settings or Settings()
+def build_catalog_asset(names: Names = DEFAULT):
+    """The `message_catalog` asset of one instance (its key, group and resources named by `names`)."""
 
     @asset(key=names.catalog, group_name=names.group_of("catalog"), kinds={"spark", "delta"}, tags={"layer": "catalog"},
-           required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"),
+           required_resource_keys=names.resource_keys("catalog_source", "landing", "spark", "warehouse"),
            code_version=code_version(catalake.platform.catalog, catalake.platform.warehouse.catalog_table,
                                      catalake.platform.warehouse.message_tables, catalake.platform.schemas,
                                      catalake.platform.warehouse.evolution))
@@ -89,12 +86,12 @@ def build_catalog_asset(names: Names = DEFAULT, settings: Settings | None = None
         (shown while the catalog is invalid; the first daily partition), which read them.
         """
         with gx_imported_meanwhile():  # the suites asset next needs GX
-            return _materialize_catalog(context, names, settings)
+            return _materialize_catalog(context, names)
 
     return message_catalog
 
 
-def _materialize_catalog(context: AssetExecutionContext, names: Names, settings: Settings) -> MaterializeResult:
+def _materialize_catalog(context: AssetExecutionContext, names: Names) -> MaterializeResult:
     resources = names.resources(context)
     catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
     try:
@@ -116,7 +113,7 @@ def _materialize_catalog(context: AssetExecutionContext, names: Names, settings:
     except EvolutionError as exc:
         raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
     result = write_catalog_table(store, catalog)
-    kept = dataclasses.replace(settings, warehouse=warehouse.path, local_dir=warehouse.local)
+    kept = Configured(warehouse, catalog_source, resources.landing, spark)  # what the next loads are built from
     specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
     fingerprint = catalog_fingerprint(tables)
     specs_written = keep_specs(kept, names, specs, fingerprint)

@@ -11,18 +11,18 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from catalake.platform.config import Settings
+from catalake.resources import Configured, Warehouse
 
 from .failures import failing_plainly
 from .message_assets import CatalogAtLoad
 from .names import DEFAULT, Names
 
 
-def manifest_path(settings: Settings) -> Path:
-    return settings.dbt_dir / "target" / "manifest.json"
+def manifest_path(warehouse: Warehouse) -> Path:
+    return warehouse.dbt_dir / "target" / "manifest.json"
 
 
-def manifest_at_load(settings: Settings, loaded: CatalogAtLoad) -> Path | None:
+def manifest_at_load(configured: Configured, loaded: CatalogAtLoad) -> Path | None:
     """The manifest the dbt assets are built from, None before the first `catalake_job` run.
 
     Under `dagster dev` the project is prepared and parsed as the code location loads, as
@@ -30,14 +30,14 @@ def manifest_at_load(settings: Settings, loaded: CatalogAtLoad) -> Path | None:
     if os.environ.get("DAGSTER_IS_DEV_CLI"):
         from .analytics_assets import dbt_project, ensure_manifest
 
-        ensure_manifest(dbt_project(settings, loaded.tables if loaded.error is None else []))
-    path = manifest_path(settings)
+        ensure_manifest(dbt_project(configured.warehouse, loaded.tables if loaded.error is None else []))
+    path = manifest_path(configured.warehouse)
     return path if path.exists() else None
 
 
-def build_dbt_project_asset(settings: Settings, names: Names = DEFAULT):
+def build_dbt_project_asset(names: Names = DEFAULT):
     @asset(key=names.dbt_project, group_name=names.group_of("analytics"), kinds={"dbt"}, deps=[names.catalog],
-           tags={"layer": "analytics"}, required_resource_keys=names.resource_keys("catalog_source"))
+           tags={"layer": "analytics"}, required_resource_keys=names.resource_keys("catalog_source", "warehouse"))
     @failing_plainly
     def dbt_project(context: AssetExecutionContext) -> MaterializeResult:
         """The catalog's dbt project: the generic models with a `sources.yml` naming every message
@@ -49,8 +49,8 @@ def build_dbt_project_asset(settings: Settings, names: Names = DEFAULT):
         from .analytics_assets import dbt_project as prepare
         from .analytics_assets import ensure_manifest
 
-        tables = names.resources(context).catalog_source.tables()
-        project = prepare(settings, tables)
+        resources = names.resources(context)
+        project = prepare(resources.warehouse, resources.catalog_source.tables())
         manifest = ensure_manifest(project)
         nodes = json.loads(manifest.read_text())
         models = sorted(n["name"] for n in nodes["nodes"].values() if n["resource_type"] == "model")

@@ -24,13 +24,13 @@ from catalake.display import markdown_table
 from catalake.eventlog import event_batch
 from catalake.platform import layouts, uris
 from catalake.platform.catalog import CatalogError
-from catalake.platform.config import Settings
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.increment import classify_increment
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
 from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.queries import analyst_name
+from catalake.resources import Configured, at_load
 
 from .checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
 from .failures import failing_plainly
@@ -42,16 +42,16 @@ from .names import DEFAULT, Names
 DEADLETTER_KEY = DEFAULT.deadletter
 
 
-def daily_partitions(settings: Settings, names: Names = DEFAULT) -> DailyPartitionsDefinition:
+def daily_partitions(configured: Configured, names: Names = DEFAULT) -> DailyPartitionsDefinition:
     """A partition a day from the first (load_state.start_date_at_load: no listing at load once
     `catalake_job` ran)."""
-    return DailyPartitionsDefinition(start_date=start_date_at_load(settings, names))
+    return DailyPartitionsDefinition(start_date=start_date_at_load(configured, names))
 
 
-def deadletter_spec(settings: Settings, catalog_error: str | None = None, names: Names = DEFAULT) -> AssetSpec:
+def deadletter_spec(configured: Configured, catalog_error: str | None = None, names: Names = DEFAULT) -> AssetSpec:
     import catalake.platform
 
-    location = uris.join(settings.warehouse, DEADLETTER_TABLE)
+    location = uris.join(uris.normalize(at_load(configured.warehouse.path)), DEADLETTER_TABLE)
     return AssetSpec(
         key=names.deadletter,
         description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "")
@@ -63,23 +63,23 @@ def deadletter_spec(settings: Settings, catalog_error: str | None = None, names:
         metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
                   "dagster/uri": uris.as_uri(location), **({"catalog_error": catalog_error} if catalog_error else {})},
         tags={"layer": "messages"},
-        owners=[as_owner(o) for o in settings.owners],
+        owners=[as_owner(o) for o in configured.catalog_source.owners],
         code_version=code_version(catalake.platform),  # the whole engine decides where a record goes
         # the nightly run (daily_events_schedule, 01:00 UTC) writes it: by 03:00 it is from that run
         freshness_policy=FreshnessPolicy.cron(deadline_cron="0 3 * * *", lower_bound_delta=dt.timedelta(hours=2)),
     )
 
 
-def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition | None = None,
+def build_events_asset(configured: Configured, partitions: DailyPartitionsDefinition | None = None,
                        loaded: CatalogAtLoad | None = None, names: Names = DEFAULT):
-    specs, catalog_error = message_specs(settings, loaded, names)
+    specs, catalog_error = message_specs(configured, loaded, names)
     deadletter_key = names.deadletter
     by_key = {spec.key: spec for spec in specs}
-    partitions = partitions if partitions is not None else daily_partitions(settings, names)
+    partitions = partitions if partitions is not None else daily_partitions(configured, names)
 
     @multi_asset(
         name=names.of("classify_events"),
-        specs=[*specs, deadletter_spec(settings, catalog_error, names)],
+        specs=[*specs, deadletter_spec(configured, catalog_error, names)],
         required_resource_keys=names.resource_keys("catalog_source", "landing", "spark", "warehouse"),
         partitions_def=partitions,
         can_subset=True,
@@ -130,21 +130,21 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         key_of = {t.name: names.message(t.message) for t in tables}
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = selected_tables(context.selected_asset_keys, tables, key_of, deadletter_key)
-        store = warehouse.store(spark)  # Spark started on first use: not for a small increment (Settings.local_bytes)
+        store = warehouse.store(spark)  # Spark started on first use: not for a small increment (SparkSessionResource.local_bytes)
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
             result = classify_increment(lambda: store.spark, store, tables, landing.root, day,
-                                        layout=landing.layout, local_bytes=settings.local_bytes(incremental=True),
+                                        layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
                                         progress=context.log.info)
         else:
             result = classify_partition(
                 lambda: store.spark, store, tables, landing.root, day, only=only, layout=landing.layout,
-                local_bytes=settings.local_bytes(incremental=False), target_file_bytes=settings.target_file_bytes,
+                local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
                 progress=context.log.info,
             )
         written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()
         with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
-            reported = report_tables(context, settings, store, tables, written, key_of,
+            reported = report_tables(context, warehouse.record_empty, store, tables, written, key_of,
                                      only is None and result.kind == "full", result)
         targets = check_targets(context.instance, context.run_id, context.partition_key,
                                 [key_of[t.name] for t in reported])
@@ -158,7 +158,7 @@ def build_events_asset(settings: Settings, partitions: DailyPartitionsDefinition
         ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
-        yield deadletter_materialization(result, store, tables, settings.compact_files, deadletter_key)
+        yield deadletter_materialization(result, store, tables, warehouse.compact_files, deadletter_key)
         yield from deadletter_checks(result, ok, counts, landing, day, deadletter_key)
 
     return classify_events
@@ -239,8 +239,9 @@ def partition_rows(store, name: str, day: dt.date, result) -> int:
     return rows if rows is not None else store.partition_rows(name, PARTITION_COLUMN, day)
 
 
-def report_tables(context, settings: Settings, store, tables, written, key_of, whole_day: bool, result) -> list:
-    """A materialization of every table the run wrote (the day feeds it, or fed it before).
+def report_tables(context, record_empty: bool, store, tables, written, key_of, whole_day: bool, result) -> list:
+    """A materialization of every table the run wrote (the day feeds it, or fed it before), and
+    with `record_empty` of every table a whole day's run did not feed (0 rows).
     Logged as events rather than yielded as outputs: Dagster checks every yielded output against
     all the others (quadratic in the number of tables; 80 s for 1,000 of them,
     benchmarks/RESULTS.md). Returns the tables reported."""
@@ -262,7 +263,7 @@ def report_tables(context, settings: Settings, store, tables, written, key_of, w
                 **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
             },
         ))
-    if settings.record_empty and whole_day:
+    if record_empty and whole_day:
         # the day was processed for every table: one that got no event shows 0 rows rather
         # than a missing partition, and its check passes with nothing to check
         done = set(result.written)

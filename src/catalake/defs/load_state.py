@@ -14,17 +14,22 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetSpec, deserialize_value, serialize_value
 
-from catalake.platform.config import Settings
-from catalake.platform.landing.listing import first_day, start_date
+from catalake.platform import uris
+from catalake.platform.landing.listing import DEFAULT_START, first_day
+from catalake.resources import Configured, at_load
 
 from .names import Names
 
 SPECS_FORMAT = 1  # the specs snapshot's layout (_plain): a new one is written when it changes
 
 
-def _path(settings: Settings, names: Names, stem: str, suffix: str) -> Path:
+def _path(configured: Configured, names: Names, stem: str, suffix: str) -> Path:
     """One file per instance: two prefixes over one warehouse keep their own."""
-    return settings.local / "catalog" / ".".join([stem, *names.prefix, suffix])
+    return configured.warehouse.local / "catalog" / ".".join([stem, *names.prefix, suffix])
+
+
+def _landing(configured: Configured) -> tuple[str, str]:
+    return uris.normalize(at_load(configured.landing.path)), at_load(configured.landing.layout)
 
 
 def _write(target: Path, content: str) -> None:
@@ -34,13 +39,13 @@ def _write(target: Path, content: str) -> None:
     os.replace(out.name, target)
 
 
-def keep_specs(settings: Settings, names: Names, specs: list[AssetSpec], fingerprint: str) -> bool:
+def keep_specs(configured: Configured, names: Names, specs: list[AssetSpec], fingerprint: str) -> bool:
     """Keep the specs of a valid catalog the run materialized, written only when they changed
     (what they were made from, the catalog's fingerprint and the settings they name, is kept
     beside them). True when written."""
-    path = _path(settings, names, "specs", "json")
-    made_from = hashlib.sha256(
-        f"{fingerprint}|{settings.warehouse}|{settings.owners}|{names}|{SPECS_FORMAT}".encode()).hexdigest()
+    path = _path(configured, names, "specs", "json")
+    warehouse, owners = uris.normalize(at_load(configured.warehouse.path)), tuple(configured.catalog_source.owners)
+    made_from = hashlib.sha256(f"{fingerprint}|{warehouse}|{owners}|{names}|{SPECS_FORMAT}".encode()).hexdigest()
     stamp = path.with_suffix(".from")
     if path.exists() and stamp.exists() and stamp.read_text() == made_from:
         return False
@@ -49,10 +54,10 @@ def keep_specs(settings: Settings, names: Names, specs: list[AssetSpec], fingerp
     return True
 
 
-def last_valid_specs(settings: Settings, names: Names) -> list[AssetSpec]:
+def last_valid_specs(configured: Configured, names: Names) -> list[AssetSpec]:
     """The specs the last `catalake_job` run kept (none before the first, or from another release)."""
     try:
-        plain = deserialize_value(_path(settings, names, "specs", "json").read_text())
+        plain = deserialize_value(_path(configured, names, "specs", "json").read_text())
     except Exception:  # noqa: BLE001 - none yet, or unreadable (another version wrote it): no specs
         return []
     return [AssetSpec(key=AssetKey(p["key"]), description=p["description"], group_name=p["group"], kinds=set(p["kinds"]),
@@ -66,14 +71,15 @@ def _plain(spec: AssetSpec) -> dict:
             "owners": list(spec.owners), "code_version": spec.code_version}
 
 
-def keep_first_day(settings: Settings, names: Names) -> str | None:
+def keep_first_day(configured: Configured, names: Names) -> str | None:
     """The landing zone's first day, listed by the run and kept for the loads (None: no day yet,
     or the landing cannot be listed: nothing kept)."""
-    day = first_day(settings.landing, settings.layout)
+    landing, layout = _landing(configured)
+    day = first_day(landing, layout)
     if day is None:
         return None
-    path = _path(settings, names, "landing", "json")
-    state = {"landing": settings.landing, "layout": settings.layout, "first_day": day.isoformat()}
+    path = _path(configured, names, "landing", "json")
+    state = {"landing": landing, "layout": layout, "first_day": day.isoformat()}
     try:
         if json.loads(path.read_text()) == state:
             return state["first_day"]
@@ -83,16 +89,18 @@ def keep_first_day(settings: Settings, names: Names) -> str | None:
     return state["first_day"]
 
 
-def start_date_at_load(settings: Settings, names: Names) -> str:
+def start_date_at_load(configured: Configured, names: Names) -> str:
     """The first daily partition: CATALAKE_START_DATE (the `start_date` attribute), else the
     landing's first day as the last `catalake_job` run found it; before the first such run, the
-    landing is listed (`landing.listing.start_date`)."""
-    if settings.start_date:
-        return settings.start_date
+    landing is listed (else DEFAULT_START, also when it cannot be listed: the run says why)."""
+    if configured.landing.start_date:
+        return at_load(configured.landing.start_date)
+    landing, layout = _landing(configured)
     try:
-        state = json.loads(_path(settings, names, "landing", "json").read_text())
-        if state["landing"] == settings.landing and state["layout"] == settings.layout:
+        state = json.loads(_path(configured, names, "landing", "json").read_text())
+        if state["landing"] == landing and state["layout"] == layout:
             return state["first_day"]
     except (OSError, ValueError, KeyError):
         pass
-    return start_date(settings)
+    day = first_day(landing, layout)
+    return day.isoformat() if day else DEFAULT_START

@@ -28,7 +28,6 @@ from dagster import (
     schedule,
 )
 
-from catalake.platform.config import Settings
 from catalake.platform.maintenance import compact_day, vacuum_warehouse
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
@@ -51,7 +50,7 @@ class MaintenanceConfig(Config):
     dry_run: bool = False  # vacuum: only say what would go
 
 
-def build_maintenance_job(settings: Settings, partitions_def, names: Names = DEFAULT):
+def build_maintenance_job(partitions_def, names: Names = DEFAULT):
     @op(name=names.of(MAINTAIN_OP), required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
     @failing_plainly
     def maintain_day(context: OpExecutionContext, config: MaintenanceConfig) -> None:
@@ -63,14 +62,14 @@ def build_maintenance_job(settings: Settings, partitions_def, names: Names = DEF
         after, and the bytes the vacuum removed."""
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
-        spark = resources.spark
-        store = resources.warehouse.store(spark)
+        spark, warehouse = resources.spark, resources.warehouse
+        store = warehouse.store(spark)
         tables = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
         keys = _asset_keys(resources.catalog_source, names)
         if config.compact:
-            engine = None if settings.engine == "local" else (lambda: spark.session)
-            done = compact_day(engine, store, tables, day, target=settings.target_file_bytes,
-                               min_files=2 if config.closed_day else settings.compact_files + 1, progress=context.log.info)
+            engine = None if spark.engine == "local" else (lambda: spark.session)
+            done = compact_day(engine, store, tables, day, target=warehouse.target_file_bytes,
+                               min_files=2 if config.closed_day else warehouse.compact_files + 1, progress=context.log.info)
             for c in done:
                 context.log_event(AssetObservation(asset_key=keys.get(c.table, names.key(*c.table.split("/"))),
                                                    partition=context.partition_key, metadata={
@@ -82,7 +81,7 @@ def build_maintenance_job(settings: Settings, partitions_def, names: Names = DEF
                              f"{sum(c.files_before for c in done)} -> {sum(c.files_after for c in done)} file(s); "
                              f"{sum(1 for c in done if c.skipped)} skipped")
         if config.vacuum:
-            hours = settings.retention_hours if config.retention_hours is None else config.retention_hours
+            hours = warehouse.retention_hours if config.retention_hours is None else config.retention_hours
             vacuumed = vacuum_warehouse(store, [*tables, CATALOG_TABLE], retention_hours=hours, dry_run=config.dry_run,
                                         progress=context.log.info)
             for v in vacuumed:

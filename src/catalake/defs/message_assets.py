@@ -13,9 +13,9 @@ from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.catalog.normalize import protocol_family
-from catalake.platform.config import Settings
 from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
+from catalake.resources import CatalogSource, Configured, at_load
 from catalake.platform.warehouse.message_tables import (
     MessageTable,
     message_table,
@@ -45,14 +45,14 @@ def protocol_name(message: MessageDefinition) -> str | None:
     return binding.title if binding is not None else message.protocol
 
 
-def owners(message: MessageDefinition, catalog: Catalog, settings: Settings) -> list[str]:
+def owners(message: MessageDefinition, catalog: Catalog, default: list[str]) -> list[str]:
     """The message's or its group's `labels.owner` (xRegistry labels), else CATALAKE_OWNERS: an
     e-mail address, or a team name shown as `team:<name>`."""
     for labels in ((message.get("labels") or {}), (catalog.groups.get(message.group_id, {}).get("labels") or {})):
         owner = labels.get("owner") if isinstance(labels, dict) else None
         if isinstance(owner, str) and owner.strip():
             return [as_owner(o) for o in owner.split(",") if o.strip()]
-    return [as_owner(o) for o in settings.owners]
+    return [as_owner(o) for o in default]
 
 
 def as_owner(text: str) -> str:
@@ -79,21 +79,21 @@ class CatalogAtLoad:
         return {t.message.xid: t for t in self.tables}
 
 
-def catalog_at_load(settings: Settings) -> CatalogAtLoad:
+def catalog_at_load(source: CatalogSource) -> CatalogAtLoad:
     try:
-        catalog = load_catalog(settings.catalog)
-        return CatalogAtLoad(catalog, message_tables(catalog, settings.roots)[0])
+        catalog = load_catalog([at_load(p) for p in source.paths])
+        return CatalogAtLoad(catalog, message_tables(catalog, source.roots())[0])
     except CatalogError as exc:
         return CatalogAtLoad(None, [], catalog_error(exc))
 
 
-def message_spec(message: MessageDefinition, catalog: Catalog, settings: Settings,
+def message_spec(message: MessageDefinition, catalog: Catalog, configured: Configured,
                  table: MessageTable | None = None, names: Names = DEFAULT) -> AssetSpec:
     text = message.get("description") or message.get("name") or ""
     protocol = protocol_name(message)
     over = f" over {protocol}" if protocol else ""
-    table = table if table is not None else message_table(message, catalog, settings.roots)
-    location = uris.join(settings.warehouse, table.name)
+    table = table if table is not None else message_table(message, catalog, configured.catalog_source.roots())
+    location = uris.join(uris.normalize(at_load(configured.warehouse.path)), table.name)
     uri = uris.as_uri(location)
     metadata = {
         "dagster/table_name": message.table_name,
@@ -124,13 +124,13 @@ def message_spec(message: MessageDefinition, catalog: Catalog, settings: Setting
         metadata=metadata,
         tags={"layer": "messages", "protocol": _tag((protocol or "any").lower()),
               "envelope": _tag((message.envelope or "none").lower())},
-        owners=owners(message, catalog, settings),
+        owners=owners(message, catalog, configured.catalog_source.owners),
         code_version=table_fingerprint(table),
         skippable=True,  # a day that does not feed the table leaves its partition unmaterialized
     )
 
 
-def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None,
+def message_specs(configured: Configured, loaded: CatalogAtLoad | None = None,
                   names: Names = DEFAULT) -> tuple[list[AssetSpec], str | None]:
     """Specs for the configured catalog as it is when the code location loads (`loaded`, read
     here when not given), and what is wrong with it (None when it is valid).
@@ -138,11 +138,11 @@ def message_specs(settings: Settings, loaded: CatalogAtLoad | None = None,
     An invalid catalog gives the specs of the last valid one `catalake_job` materialized, each
     description saying what is wrong (the code location still loads; the runs fail until the
     catalog is fixed)."""
-    loaded = loaded if loaded is not None else catalog_at_load(settings)
+    loaded = loaded if loaded is not None else catalog_at_load(configured.catalog_source)
     if loaded.error is not None:
-        return [_flagged(spec, loaded.error) for spec in last_valid_specs(settings, names)], loaded.error
+        return [_flagged(spec, loaded.error) for spec in last_valid_specs(configured, names)], loaded.error
     tables = loaded.by_xid
-    return [message_spec(m, loaded.catalog, settings, tables[m.xid], names) for m in loaded.catalog], None
+    return [message_spec(m, loaded.catalog, configured, tables[m.xid], names) for m in loaded.catalog], None
 
 
 def catalog_error(exc: CatalogError) -> str:

@@ -3,21 +3,25 @@ import json
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from catalake.defs.event_assets import INCREMENTAL_TAG
+from catalake.platform import uris
 from catalake.platform.landing.listing import landing_partitions
+from catalake.resources import LandingZone, at_load
 
 from .names import DEFAULT, Names
 
 
-def build_landing_sensor(events_job, landing_root, partitions_def, layout: str = "day", interval_seconds: int = 30,
-                         names: Names = DEFAULT):
-    @sensor(job=events_job, minimum_interval_seconds=interval_seconds, default_status=DefaultSensorStatus.STOPPED,
-            name=names.of("landing_sensor"))
+def build_landing_sensor(events_job, landing: LandingZone, partitions_def, names: Names = DEFAULT):
+    # the sensor is evaluated in the code location's process: the landing as it loaded there
+    root, layout = uris.normalize(at_load(landing.path)), at_load(landing.layout)
+
+    @sensor(job=events_job, minimum_interval_seconds=at_load(landing.increment_seconds),
+            default_status=DefaultSensorStatus.STOPPED, name=names.of("landing_sensor"))
     def landing_sensor(context: SensorEvaluationContext):
         """Requests an incremental run for every landing day that appeared or whose files changed:
         it reads what landed since the day's last run (a full run when a file changed otherwise).
         Runs of one day are queued, never run at once (deploy/dagster.yaml)."""
         seen = json.loads(context.cursor) if context.cursor else {}
-        now = landing_partitions(landing_root, layout)
+        now = landing_partitions(root, layout)
         known = set(partitions_def.get_partition_keys())
         requests = [
             RunRequest(run_key=f"{day}:{fingerprint}", partition_key=day, tags={INCREMENTAL_TAG: "true"},

@@ -275,12 +275,16 @@ class Settings:
         )
 
     def local_bytes(self, incremental: bool) -> int:
-        """Runs of at most this many landed bytes are classified by local Python processes, not
-        by Spark: any run with CATALAKE_ENGINE=local; else small increments, and only when Spark
-        runs on this machine too (a cluster's executors are where the landing is read from)."""
-        if self.engine == "local":
-            return sys.maxsize
-        return self.local_task_bytes if incremental and spark_on_this_machine(self.spark_master) else 0
+        return local_bytes(self.engine, self.local_task_bytes, self.spark_master, incremental)
+
+
+def local_bytes(engine: str, local_task_bytes: int, master: str, incremental: bool) -> int:
+    """Runs of at most this many landed bytes are classified by local Python processes, not by
+    Spark: any run with CATALAKE_ENGINE=local; else small increments, and only when Spark runs
+    on this machine too (a cluster's executors are where the landing is read from)."""
+    if engine == "local":
+        return sys.maxsize
+    return local_task_bytes if incremental and spark_on_this_machine(master) else 0
 
 
 def spark_on_this_machine(master: str) -> bool:

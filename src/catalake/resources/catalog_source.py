@@ -10,10 +10,12 @@ class CatalogSource(ConfigurableResource):
     """The xRegistry catalog files/directories the platform is driven by.
 
     Data schema files are read only under `schema_roots` (default: the catalog's own folders).
+    `owners` own the tables whose group and message name none (`labels.owner`).
     """
 
     paths: list[str]
     schema_roots: list[str] = []
+    owners: list[str] = []  # CATALAKE_OWNERS
 
     def load(self) -> Catalog:
         return load_catalog(self.paths)

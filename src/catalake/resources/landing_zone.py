@@ -9,6 +9,8 @@ class LandingZone(ConfigurableResource):
 
     path: str
     layout: str = "day"
+    start_date: str | None = None  # CATALAKE_START_DATE; else the landing's first day
+    increment_seconds: int = 30  # CATALAKE_INCREMENT_SECONDS: how often the landing sensor looks
 
     @property
     def root(self) -> str:

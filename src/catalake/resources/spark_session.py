@@ -5,6 +5,7 @@ from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 from pyspark.sql import SparkSession
 
+from catalake.platform.config import local_bytes
 from catalake.platform.spark import build_session, session_alive
 
 
@@ -17,6 +18,8 @@ class SparkSessionResource(ConfigurableResource):
 
     master: str = "local[*]"
     conf: dict[str, Any] = {}
+    engine: str = "spark"  # CATALAKE_ENGINE
+    local_task_bytes: int = 8 << 20  # CATALAKE_LOCAL_TASK_BYTES
 
     _session: SparkSession | None = PrivateAttr(default=None)
 
@@ -27,3 +30,8 @@ class SparkSessionResource(ConfigurableResource):
         if self._session is None or (not self.master.startswith("sc://") and not session_alive(self._session)):
             self._session = build_session(self.master, conf={k: str(v) for k, v in self.conf.items()})
         return self._session
+
+    def local_bytes(self, incremental: bool) -> int:
+        """Runs of at most this many landed bytes are classified by local Python processes, not
+        by Spark (`catalake.platform.config.local_bytes`)."""
+        return local_bytes(self.engine, self.local_task_bytes, self.master, incremental)

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from dagster import ConfigurableResource
 
-from catalake.platform.config import DOCS_INDEX, SUITES_DIR, local_folder
+from catalake.platform.config import DBT_TEMPLATE, DOCS_INDEX, SUITES_DIR, local_folder
 from catalake.platform.spark import is_session
 from catalake.platform.warehouse.store import DeltaStore
 
@@ -10,17 +10,29 @@ from catalake.platform.warehouse.store import DeltaStore
 class Warehouse(ConfigurableResource):
     """Where the Delta tables live (a local folder or a URI), which Delta backend writes them
     ('auto' decides at run time), the local folder of the files a person opens (GX data
-    docs, suites; default: the warehouse folder, or ./.catalake for object storage), and how
-    many tables a run commits at once."""
+    docs, suites, the dbt project; default: the warehouse folder, or ./.catalake for object
+    storage), and how a run writes and reports the tables (see the README's configuration:
+    each field is a `CATALAKE_*` setting)."""
 
     path: str
     delta_backend: str = "auto"
     local_path: str | None = None
-    commit_threads: int = 8
+    commit_threads: int = 8  # CATALAKE_COMMIT_THREADS
+    target_file_bytes: int = 128 << 20  # CATALAKE_TARGET_FILE_BYTES
+    compact_files: int = 32  # CATALAKE_COMPACT_FILES
+    retention_hours: float = 168.0  # CATALAKE_RETENTION_HOURS
+    record_empty: bool = True  # CATALAKE_RECORD_EMPTY
+    dbt_path: str | None = None  # CATALAKE_DBT_DIR
+    dbt_template: str = str(DBT_TEMPLATE)  # CATALAKE_DBT_PROJECT
 
     @property
     def local(self) -> Path:
         return local_folder(self.path, Path(self.local_path) if self.local_path else None)
+
+    @property
+    def dbt_dir(self) -> Path:
+        """Where the catalog's dbt project is prepared, with dbt's target/ and logs."""
+        return (Path(self.dbt_path) if self.dbt_path else self.local / "dbt").absolute()
 
     def store(self, spark) -> DeltaStore:
         """The warehouse's tables, through a Spark session, or through the Spark resource: then

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from pyarrow import fs as pafs
 
 from .. import layouts, uris
-from ..config import Settings
 from ..layouts import Layout
 from . import formats
 
@@ -285,15 +284,6 @@ def first_day(root: str, layout: str | Layout | None = None) -> dt.date | None:
 
 
 DEFAULT_START = "2026-11-01"  # the first partition of a landing zone with no day in it yet
-
-
-def start_date(settings: Settings) -> str:
-    """The first daily partition: CATALAKE_START_DATE, else the landing zone's earliest day in its
-    layout, else DEFAULT_START (also when the landing cannot be listed: the run says why)."""
-    if settings.start_date:
-        return settings.start_date
-    day = first_day(settings.landing, settings.layout)
-    return day.isoformat() if day else DEFAULT_START
 
 
 def open_file(path: str):
