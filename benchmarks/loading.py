@@ -51,11 +51,11 @@ def load(environment: dict) -> tuple[float, int]:
 
 def keep_state(environment: dict) -> float:
     """What a `catalake_job` run keeps for loads, made as its steps make it: the dbt project
-    prepared and parsed (dbt_project_asset.py), the landing's first day (load_state.py).
+    prepared and parsed (defs/analytics/project.py), the landing's first day (defs/catalog/load_state.py).
     Returns the seconds it took (dbt's parse mostly)."""
-    from catalake.defs.analytics_assets import dbt_project, ensure_manifest
-    from catalake.defs.load_state import keep_first_day
-    from catalake.defs.message_assets import catalog_at_load
+    from catalake.defs.analytics.dbt_assets import dbt_project, ensure_manifest
+    from catalake.defs.catalog.load_state import keep_first_day
+    from catalake.defs.catalog.messages import catalog_at_load
     from catalake.defs.names import DEFAULT
     from catalake.platform.config import Settings
     from catalake.resources import Configured

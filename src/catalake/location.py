@@ -5,27 +5,18 @@ from functools import lru_cache
 
 from dagster import Definitions
 
-from catalake.defs import (
-    build_catalog_asset,
-    build_catalog_job,
-    build_compaction_sensor,
-    build_daily_schedule,
-    build_data_docs_asset,
-    build_drift_asset,
-    build_events_asset,
-    build_events_job,
-    build_landing_sensor,
-    build_maintenance_job,
-    build_maintenance_schedule,
-    build_replay_job,
-    build_suites_asset,
-    build_validate_job,
-    daily_partitions,
-)
-from catalake.defs.jobs import build_analytics_job
-from catalake.defs.message_assets import catalog_at_load
-from catalake.leases import leased_in_process_executor
+from catalake.defs.catalog.assets import build_catalog_asset, build_catalog_job
+from catalake.defs.catalog.messages import catalog_at_load
+from catalake.defs.drift.assets import build_drift_asset, build_replay_job
+from catalake.defs.events.assets import build_events_asset, daily_partitions
+from catalake.defs.events.jobs import build_events_job
+from catalake.defs.events.schedules import build_daily_schedule
+from catalake.defs.events.sensors import build_landing_sensor
+from catalake.defs.maintenance.job import build_compaction_sensor, build_maintenance_job, build_maintenance_schedule
 from catalake.defs.names import DEFAULT, SPARK, Names
+from catalake.defs.quality.assets import build_data_docs_asset, build_suites_asset
+from catalake.defs.quality.validation import build_validate_job
+from catalake.leases import leased_in_process_executor
 from catalake.platform.config import Settings
 from catalake.resources import Configured, SparkSessionResource
 
@@ -49,13 +40,13 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     resources = {SPARK: r.spark, names.of("warehouse"): r.warehouse, names.of("catalog_source"): r.catalog_source,
                  names.of("landing"): r.landing}
     if analytics:
-        from catalake.defs.dbt_project_asset import build_dbt_project_asset, manifest_at_load
+        from catalake.defs.analytics.project import build_analytics_job, build_dbt_project_asset, manifest_at_load
 
         docs = build_data_docs_asset(partitions, names)
         assets += [build_dbt_project_asset(names), docs]
         analytics_assets = [docs]
         if manifest_at_load(r, loaded) is not None:  # parsed by a `catalake_job` run: read only
-            from catalake.defs.analytics_assets import build_dbt_assets, dbt_cli, loaded_project
+            from catalake.defs.analytics.dbt_assets import build_dbt_assets, dbt_cli, loaded_project
 
             project = loaded_project(r.warehouse)
             dbt = build_dbt_assets(partitions, project, names)

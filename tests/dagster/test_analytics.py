@@ -16,7 +16,7 @@ import yaml
 from dagster import DagsterInstance
 
 from catalake.platform.config import DBT_TEMPLATE
-from catalake.defs.jobs import DAILY_SELECTION
+from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.location import build_definitions
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import Settings

@@ -8,7 +8,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from catalake.definitions import defs
-from catalake.defs import message_catalog
+from catalake.defs.catalog.assets import message_catalog
 from catalake.location import build_definitions
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
@@ -142,7 +142,7 @@ def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):
 
 def test_failed_error_expectations_block():
     """A partition breaking what the catalog requires fails its check with ERROR severity."""
-    from catalake.defs.checks import check_result
+    from catalake.defs.quality.checks import check_result
     from catalake.platform.quality.referee import ExpectationOutcome, SuiteOutcome
 
     key = AssetKey(["messages", "g", "m"])

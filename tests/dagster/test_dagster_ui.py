@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
-from catalake.defs.jobs import DAILY_SELECTION
+from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location
 from catalake.location import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
@@ -177,7 +177,7 @@ def test_an_invalid_catalog_keeps_its_message_assets_and_says_what_is_wrong(tmp_
     settings = Settings(catalog=(catalog,), warehouse=tmp_path / "warehouse")
     valid_defs = build_definitions(settings, analytics=False)
     valid = valid_defs.get_repository_def().asset_graph
-    # the catalog's run keeps the specs of the valid catalog it materialized (load_state.py)
+    # the catalog's run keeps the specs of the valid catalog it materialized (defs/catalog/load_state.py)
     assert valid_defs.resolve_job_def("catalake_job").execute_in_process(instance=DagsterInstance.ephemeral()).success
     doc = catalog / "bikeshare.xreg.json"
     doc.write_text(doc.read_text().replace('"envelope": "CloudEvents/1.0"', '"envelope": 42', 1))

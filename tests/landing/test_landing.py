@@ -164,7 +164,7 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
 
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
-    from catalake.defs.load_state import start_date_at_load
+    from catalake.defs.catalog.load_state import start_date_at_load
     from catalake.defs.names import DEFAULT
     from catalake.platform.config import Settings
     from catalake.platform.landing.listing import DEFAULT_START

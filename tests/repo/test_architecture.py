@@ -139,7 +139,9 @@ def test_the_architecture_document_names_modules_that_exist():
     engine = SOURCE / "catalake" / "platform"
     listed = {p.relative_to(engine).as_posix() for p in engine.rglob("*.py")} - {"__init__.py"}
     listed = {m for m in listed if not m.endswith("/__init__.py")}
-    listed |= {p.name for p in (SOURCE / "catalake" / "defs").glob("*.py")} - {"__init__.py"}
+    defs = SOURCE / "catalake" / "defs"
+    listed |= {p.relative_to(defs).as_posix() for p in defs.rglob("*.py")} - {"__init__.py"}
+    listed = {m for m in listed if not m.endswith("/__init__.py")}
     assert {m for m in listed if f"`{m}`" not in text} == set()  # every module has its place
 
 
@@ -154,7 +156,7 @@ PRIVATE_DAGSTER = {
     ("catalake.instance", "dagster._core.types.loadable_target_origin"),
     # the materialization a logged check evaluation is tied to: Dagster exports AssetCheckEvaluation
     # but not the type of its target
-    ("catalake.defs.checks", "dagster._core.definitions.asset_checks.asset_check_evaluation"),
+    ("catalake.defs.quality.checks", "dagster._core.definitions.asset_checks.asset_check_evaluation"),
     # a run launcher's health check answers with types Dagster does not export (its own launchers,
     # dagster-k8s' and dagster-docker's, import them from here): run monitoring of dead run workers
     ("catalake.leases", "dagster._core.launcher.base"),

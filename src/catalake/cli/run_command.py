@@ -65,7 +65,7 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
         return False
     suites = settings.local / SUITES_DIR
     if analytics:
-        from catalake.defs.dbt_project_asset import manifest_path
+        from catalake.defs.analytics.project import manifest_path
         from catalake.resources import Configured
 
         if not manifest_path(Configured.from_settings(settings).warehouse).exists():
@@ -77,7 +77,7 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
 
 def _not_partitions(settings: Settings, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
-    from catalake.defs.event_assets import daily_partitions
+    from catalake.defs.events.assets import daily_partitions
     from catalake.resources import Configured
 
     keys = daily_partitions(Configured.from_settings(settings)).get_partition_keys()
@@ -114,8 +114,8 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
     import json
     import time
 
-    from catalake.defs.event_assets import INCREMENTAL_TAG
-    from catalake.defs.jobs import DAILY_SELECTION
+    from catalake.defs.events.assets import INCREMENTAL_TAG
+    from catalake.defs.events.jobs import DAILY_SELECTION
 
     cli_tags = command_tags("catalake run")
     catalog_seconds = 0.0

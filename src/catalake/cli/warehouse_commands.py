@@ -62,8 +62,8 @@ def sql(args) -> int:
 def dbt_project(args) -> int:
     """Prepare the configured catalog's dbt project (what the analytics assets run) and print
     where it is, e.g. to run dbt by hand there."""
-    from catalake.defs.analytics_assets import dbt_project
-    from catalake.defs.message_assets import catalog_at_load
+    from catalake.defs.analytics.dbt_assets import dbt_project
+    from catalake.defs.catalog.messages import catalog_at_load
     from catalake.resources import Configured
 
     configured = Configured.from_settings(Settings.from_env())

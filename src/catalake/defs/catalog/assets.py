@@ -1,7 +1,7 @@
 """The message catalog itself, materialized as the Delta table `catalog/messages`."""
 
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetSelection, Failure, MaterializeResult, MetadataValue, asset, define_asset_job
 
 import catalake.platform.catalog
 import catalake.platform.schemas
@@ -23,11 +23,11 @@ from catalake.platform.warehouse.message_tables import (
 
 from catalake.resources import Configured
 
-from .failures import failing_plainly
+from ..failures import failing_plainly
+from ..metadata import code_version, column_schema
+from ..names import DEFAULT, Names
 from .load_state import keep_first_day, keep_specs
-from .message_assets import CatalogAtLoad, message_specs
-from .metadata import code_version, column_schema
-from .names import DEFAULT, Names
+from .messages import CatalogAtLoad, message_specs
 
 PREVIEW_ROWS = 25
 
@@ -163,3 +163,17 @@ def _materialize_catalog(context: AssetExecutionContext, names: Names) -> Materi
 
 
 message_catalog = build_catalog_asset()
+
+
+def build_catalog_job(names: Names = DEFAULT, analytics: bool = False):
+    """The catalog's run: with the analytics, the dbt project too (its manifest is what the code
+    location's dbt assets are loaded from)."""
+    return define_asset_job(
+        names.of("catalake_job"),
+        selection=AssetSelection.assets(names.catalog, names.suites, *([names.dbt_project] if analytics else [])),
+        description="Materialize the catalog table, create or evolve every per-message table, and write the "
+        "expectation suites" + (" and the dbt project." if analytics else "."),
+    )
+
+
+catalake_job = build_catalog_job()

@@ -15,9 +15,9 @@ import catalake.platform.records.attributes
 from catalake.display import markdown_table
 from catalake.platform.catalog import CatalogError
 
-from .failures import failing_plainly
-from .metadata import code_version
-from .names import DEFAULT, Names
+from ..failures import failing_plainly
+from ..metadata import code_version
+from ..names import DEFAULT, Names
 
 DATA_DOCS_KEY = "data_docs"
 

@@ -54,7 +54,7 @@ def _example(example) -> str:
 
 def check_evaluation(key: AssetKey, outcome, partition: str | None, target=None, **metadata) -> AssetCheckEvaluation:
     """The check result as an event of the partition (the run that computes it need not select
-    the check, see event_assets.py), tied to the materialization it checks (`target`)."""
+    the check, see events/assets.py), tied to the materialization it checks (`target`)."""
     result = check_result(key, outcome)
     return AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=result.passed,
                                 metadata={**result.metadata, **metadata},

@@ -1,6 +1,6 @@
 """One asset per message definition: its Delta table under `messages/`.
 
-The specs of the last valid catalog `catalake_job` materialized are kept (load_state.py): while the
+The specs of the last valid catalog `catalake_job` materialized are kept (catalog/load_state.py): while the
 catalog is invalid the UI keeps showing its message assets, each saying what is wrong, instead of
 assets without a group or a description."""
 
@@ -23,9 +23,9 @@ from catalake.platform.warehouse.message_tables import (
     table_fingerprint,
 )
 
+from ..metadata import column_schema
+from ..names import DEFAULT, Names
 from .load_state import last_valid_specs
-from .metadata import column_schema
-from .names import DEFAULT, Names
 
 
 def fed_by(names: Names) -> str:

@@ -2,7 +2,7 @@
 (sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt var `partition`,
 dbt tests as asset checks. The project is the repository's `dbt_project/` with the configured
 catalog's sources, prepared under the warehouse (platform/warehouse/dbt_sources.py) by a run of
-the `dbt_project` asset (dbt_project_asset.py), whose manifest the code location loads."""
+the `dbt_project` asset (analytics/project.py), whose manifest the code location loads."""
 
 import json
 import os
@@ -19,7 +19,7 @@ from catalake.platform import uris
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.resources import Warehouse
 
-from .names import DEFAULT, Names
+from ..names import DEFAULT, Names
 
 def dbt_project(warehouse: Warehouse, tables: list) -> DbtProject:
     """The catalog's dbt project over its message tables `tables`, prepared in the warehouse's

@@ -2,20 +2,20 @@
 from the catalog) and parses it into `target/manifest.json`; the code location builds its dbt
 assets from that manifest when it loads, and writes or parses nothing then.
 
-Kept apart from analytics_assets.py, which imports dagster-dbt (3 s): a load before the first
+Kept apart from dbt_assets.py, which imports dagster-dbt (3 s): a load before the first
 `catalake_job` run has no manifest, hence no dbt assets to build."""
 
 import json
 import os
 from pathlib import Path
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
 
 from catalake.resources import Configured, Warehouse
 
-from .failures import failing_plainly
-from .message_assets import CatalogAtLoad
-from .names import DEFAULT, Names
+from ..catalog.messages import CatalogAtLoad
+from ..failures import failing_plainly
+from ..names import DEFAULT, Names
 
 
 def manifest_path(warehouse: Warehouse) -> Path:
@@ -28,7 +28,7 @@ def manifest_at_load(configured: Configured, loaded: CatalogAtLoad) -> Path | No
     Under `dagster dev` the project is prepared and parsed as the code location loads, as
     dagster-dbt's `DbtProject.prepare_if_dev` does: a person editing models sees them at once."""
     if os.environ.get("DAGSTER_IS_DEV_CLI"):
-        from .analytics_assets import dbt_project, ensure_manifest
+        from .dbt_assets import dbt_project, ensure_manifest
 
         ensure_manifest(dbt_project(configured.warehouse, loaded.tables if loaded.error is None else []))
     path = manifest_path(configured.warehouse)
@@ -46,8 +46,8 @@ def build_dbt_project_asset(names: Names = DEFAULT):
         builds its dbt assets from that manifest when it loads: after the first materialization,
         or one that changed the sources, reload the code location to see the models as they are
         now (`dagster dev` prepares the project as it loads)."""
-        from .analytics_assets import dbt_project as prepare
-        from .analytics_assets import ensure_manifest
+        from .dbt_assets import dbt_project as prepare
+        from .dbt_assets import ensure_manifest
 
         resources = names.resources(context)
         project = prepare(resources.warehouse, resources.catalog_source.tables())
@@ -62,3 +62,12 @@ def build_dbt_project_asset(names: Names = DEFAULT):
         })
 
     return dbt_project
+
+
+def build_analytics_job(partitions_def, assets: list, names: Names = DEFAULT):
+    return define_asset_job(
+        names.of("analytics_job"),
+        selection=AssetSelection.assets(*assets),
+        partitions_def=partitions_def,
+        description="dbt build of one day's analytics models over the per-message tables, and the day's GX data docs.",
+    )

@@ -18,7 +18,7 @@ from catalake.platform import uris
 from catalake.platform.landing.listing import DEFAULT_START, first_day
 from catalake.resources import Configured, at_load
 
-from .names import Names
+from ..names import Names
 
 SPECS_FORMAT = 1  # the specs snapshot's layout (_plain): a new one is written when it changes
 

@@ -10,9 +10,9 @@ from dagster import Config, DailyPartitionsDefinition, OpExecutionContext, job, 
 
 from catalake.platform.quality.referee import validate_stored
 
+from ..failures import failing_plainly
+from ..names import DEFAULT, Names
 from .checks import check_evaluation, check_targets
-from .failures import failing_plainly
-from .names import DEFAULT, Names
 
 
 class ValidationConfig(Config):

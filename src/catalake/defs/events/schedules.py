@@ -2,7 +2,7 @@ import datetime as dt
 
 from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
 
-from .names import DEFAULT, Names
+from ..names import DEFAULT, Names
 
 
 def build_daily_schedule(events_job, partitions_def, names: Names = DEFAULT):

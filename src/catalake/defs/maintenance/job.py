@@ -34,8 +34,8 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.queries import warehouse_tables
 from catalake.resources import CatalogSource
 
-from .failures import failing_plainly
-from .names import DEFAULT, Names
+from ..failures import failing_plainly
+from ..names import DEFAULT, Names
 
 MAINTAIN_OP = "maintain_day"
 

@@ -32,12 +32,12 @@ from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.queries import analyst_name
 from catalake.resources import Configured, at_load
 
-from .checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
-from .failures import failing_plainly
-from .load_state import start_date_at_load
-from .message_assets import CatalogAtLoad, as_owner, message_specs
-from .metadata import code_version, column_schema
-from .names import DEFAULT, Names
+from ..catalog.load_state import start_date_at_load
+from ..catalog.messages import CatalogAtLoad, as_owner, message_specs
+from ..failures import failing_plainly
+from ..metadata import code_version, column_schema
+from ..names import DEFAULT, Names
+from ..quality.checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
 
 DEADLETTER_KEY = DEFAULT.deadletter
 

@@ -21,9 +21,9 @@ from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, 
 from catalake.platform.runs.replay import replay_partition
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
-from .event_assets import table_location
-from .failures import failing_plainly
-from .names import DEFAULT, Names
+from ..events.assets import table_location
+from ..failures import failing_plainly
+from ..names import DEFAULT, Names
 
 DRIFT_DIR = "drift"
 

@@ -2,12 +2,12 @@ import json
 
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
-from catalake.defs.event_assets import INCREMENTAL_TAG
+from catalake.defs.events.assets import INCREMENTAL_TAG
 from catalake.platform import uris
 from catalake.platform.landing.listing import landing_partitions
 from catalake.resources import LandingZone, at_load
 
-from .names import DEFAULT, Names
+from ..names import DEFAULT, Names
 
 
 def build_landing_sensor(events_job, landing: LandingZone, partitions_def, names: Names = DEFAULT):

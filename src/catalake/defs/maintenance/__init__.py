@@ -1,0 +1,1 @@
+"""Compaction and vacuum: `maintenance_job`, its nightly schedule and the compaction sensor."""
