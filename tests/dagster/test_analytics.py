@@ -17,7 +17,7 @@ from dagster import DagsterInstance
 
 from catalake.platform.config import DBT_TEMPLATE
 from catalake.defs.events.jobs import DAILY_SELECTION
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project

@@ -9,7 +9,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from catalake.definitions import defs
 from catalake.defs.catalog.assets import message_catalog
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.store import DeltaStore

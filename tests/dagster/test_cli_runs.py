@@ -14,7 +14,7 @@ import time
 import pytest
 from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance
 
 from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
 
 DAY = "2026-11-20"
@@ -112,7 +112,7 @@ def ui(demo_day, tmp_path_factory):
     settings, _, instance, _ = demo_day
     location = tmp_path_factory.mktemp("location") / "location.py"
     location.write_text(textwrap.dedent(f"""
-        from catalake.location import build_definitions
+        from catalake.component import build_definitions
         from catalake.platform.config import Settings
 
         defs = build_definitions(Settings(warehouse={str(settings.warehouse)!r}, engine="local"), analytics=False)

@@ -3,7 +3,7 @@ command line prints it, and is not retried."""
 
 from dagster import DagsterInstance
 
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 from catalake.platform.config import Settings
 from support.paths import DEMO_CATALOG
 

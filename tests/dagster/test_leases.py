@@ -134,7 +134,7 @@ SLOW_RUN = """
 import sys, time
 from dagster import DagsterInstance, DagsterRunStatus
 from catalake.leases import leased, owner_tags
-from catalake.location import build_definitions
+from catalake.component import build_definitions
 instance = DagsterInstance.get()
 job = build_definitions(analytics=False).resolve_job_def("events_job")
 run = instance.create_run_for_job(job, status=DagsterRunStatus.STARTED, tags={"dagster/partition": sys.argv[1], **owner_tags()})

@@ -202,7 +202,7 @@ def test_a_landing_that_cannot_be_read_fails_in_one_line_naming_it(s3, tmp_path)
 def test_a_missing_day_on_s3_is_a_warning_the_ui_shows(spark, s3, tmp_path):
     from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     landing = s3.upload(DEMO_LANDING, s3.bucket("missing-day-landing"))

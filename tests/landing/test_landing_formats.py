@@ -320,7 +320,7 @@ def test_the_landing_sensor_requests_the_days_of_the_layout(tmp_path):
     """The sensor lists the landing in its layout: the shipped Capture folders are one day."""
     from dagster import DagsterInstance, build_sensor_context
 
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
 
     settings = Settings(landing=str(DEMO_DIR / "capture"), layout="capture", warehouse=str(tmp_path / "warehouse"),
                         start_date="2026-11-01")

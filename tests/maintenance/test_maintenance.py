@@ -234,7 +234,7 @@ def test_catalake_maintain_compacts_a_day_and_vacuums_with_a_dry_run_first(tmp_p
 def test_the_maintenance_job_reports_each_table_and_the_sensor_asks_for_it_when_increments_pile_up(tmp_path, demo):
     from dagster import AssetKey, DagsterInstance, RunRequest, build_run_status_sensor_context
 
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     settings = Settings(landing=str(tmp_path / "landing"), warehouse=str(tmp_path / "warehouse"), engine="local",

@@ -117,7 +117,7 @@ ORDER_SEEDS = [  # payloads of shop.Order (support.orders.ORDER_SCHEMA): lengths
 
 @pytest.fixture(scope="module")
 def seeded(spark, tmp_path_factory):
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import DEMO_DIR, Settings
 
     base = tmp_path_factory.mktemp("seeded")
@@ -273,7 +273,7 @@ def test_catalake_validate_runs_gx_on_the_stored_partitions(seeded, monkeypatch,
 
 
 def test_validate_job_records_gx_outcomes_as_check_evaluations(seeded):
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     base, landing, warehouse, _ = seeded

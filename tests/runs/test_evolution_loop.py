@@ -89,7 +89,7 @@ def test_drift_proposals_match_once_added_and_replay_moves_exactly_those(spark, 
 
 
 def definitions(tmp_path, catalog_dir):
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     return build_definitions(Settings(catalog=(catalog_dir,), landing=tmp_path / "landing", warehouse=tmp_path / "warehouse",
@@ -99,7 +99,7 @@ def definitions(tmp_path, catalog_dir):
 def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tmp_path):
     from dagster import AssetKey, DagsterInstance
 
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     schema = {"type": "object", "properties": {"id": {"type": "string"}}}

@@ -271,7 +271,7 @@ def test_an_append_reports_the_partition_after_it_with_or_without_another_writer
 
 def test_commit_threads_and_the_increment_interval_are_settings(tmp_path):
     """docs/capacity.md's levers: the store's commit threads and the landing sensor's interval."""
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
     from catalake.platform.config import Settings
 
     assert (Settings.from_env({}).commit_threads, Settings.from_env({}).increment_seconds) == (8, 30)

@@ -144,7 +144,7 @@ def launcher(settings, location: bool | None = None):
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
     from catalake.instance import dagster_instance, runs_of_code_location
-    from catalake.location import build_definitions
+    from catalake.component import build_definitions
 
     instance = dagster_instance()
     if location is None:
