@@ -65,6 +65,8 @@ def build_session(master: str = "local[*]", app_name: str = "catalake", conf: di
     builder = builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if SparkSession._instantiatedSession is None:
+        _import_meanwhile("pyspark.testing.utils")
     session = builder.getOrCreate()
     if master.startswith("sc://"):
         session.conf.set("spark.sql.session.timeZone", "UTC")
@@ -101,3 +103,18 @@ def discard(session: SparkSession) -> None:
     SparkContext._active_spark_context = None
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def _import_meanwhile(module: str) -> None:
+    """Import `module` in a thread while the JVM starts: PySpark's SparkConf imports it (and with it
+    pandas, 0.5-0.9 s) once the gateway is up, on the way to the session (issue 52's profile)."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - only a head start: SparkConf imports it again and says why
+            pass
+
+    threading.Thread(target=load, daemon=True, name=f"import-{module}").start()
