@@ -31,25 +31,9 @@ import re
 from typing import Any, Callable
 
 import orjson
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
+                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
+                               StructType, TimestampNTZType, TimestampType)
 
 from ..jsonvalues import UTC, from_base64, is_integer, is_number, iso_datetime, rfc3339
 from ..patterns import PatternError, compile_pattern
