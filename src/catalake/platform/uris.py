@@ -19,6 +19,7 @@ import atexit
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlparse
@@ -44,6 +45,26 @@ def normalize(raw: str | os.PathLike) -> str:
     if is_remote(text):
         return text.rstrip("/")
     return os.path.abspath(os.path.expanduser(text))
+
+
+@dataclass(frozen=True)
+class Location:
+    """A root as catalake keeps it, derived once where it enters (the settings, a run's landing)
+    and passed down: its normalized URI, whether it is on object storage, and the pyarrow
+    filesystem with the path inside it. What is asked of it afterwards are its fields."""
+
+    uri: str
+    remote: bool
+    filesystem: pafs.FileSystem = field(repr=False, compare=False)
+    path: str  # inside `filesystem`
+
+    @classmethod
+    def of(cls, raw: "str | os.PathLike | Location") -> "Location":
+        if isinstance(raw, Location):
+            return raw
+        uri = normalize(raw)
+        opened, path = filesystem(uri)
+        return cls(uri, is_remote(uri), opened, path)
 
 
 def openable(scheme: str) -> bool:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field, replace
 from pyarrow import fs as pafs
 
 from .. import layouts, uris
+from ..errors import LocationError
 from ..layouts import Layout
+from ..uris import Location
 from . import formats
 
 REMOTE_BLOCK = 32 << 20  # one ranged GET per this many bytes of a file on object storage
@@ -75,44 +77,48 @@ def display_path(path: str) -> str:
         return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def check_root(root: str) -> pafs.FileSystem:
-    """The landing root's filesystem; LocationError naming the root and the cause when it does
-    not exist, is not a folder, or cannot be read (no such bucket, no credentials, no route)."""
-    root = uris.normalize(root)
-    filesystem, base = uris.filesystem(root)
+def check_root(root: str | Location) -> Location:
+    """The landing root; LocationError naming it and the cause when it does not exist, is not a
+    folder, or cannot be read (no such bucket, no credentials, no route)."""
+    landing = Location.of(root)
     try:
-        info = filesystem.get_file_info(base)
-        if info.type == pafs.FileType.Directory and uris.is_remote(root):
-            filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))  # listing is allowed
+        info = landing.filesystem.get_file_info(landing.path)
+        if info.type == pafs.FileType.Directory and landing.remote:  # listing is allowed
+            landing.filesystem.get_file_info(pafs.FileSelector(landing.path, allow_not_found=True))
     except OSError as exc:
-        raise uris.LocationError(f"landing {root}: cannot be read: {uris.describe(exc)}") from None
+        raise LocationError(f"landing {landing.uri}: cannot be read: {uris.describe(exc)}") from None
     if info.type == pafs.FileType.NotFound:
-        raise uris.LocationError(f"landing {root}: does not exist")
+        raise LocationError(f"landing {landing.uri}: does not exist")
     if info.type != pafs.FileType.Directory:
-        raise uris.LocationError(f"landing {root}: is not a folder")
-    return filesystem
+        raise LocationError(f"landing {landing.uri}: is not a folder")
+    return landing
+
+
+def _inside(landing: Location, location: str) -> str:
+    """The path inside the landing's filesystem of a folder or file below its root."""
+    return landing.path + location[len(landing.uri):] if landing.remote else location
+
+
+def _child(landing: Location, folder: str, name: str) -> str:
+    return f"{folder}/{name}" if landing.remote else os.path.join(folder, name)
 
 
 def _layout(layout: str | Layout | None) -> Layout:
     return layout if isinstance(layout, Layout) else layouts.parse(layout)
 
 
-def list_day(root: str, day: dt.date, layout: str | Layout | None = None) -> DayListing:
+def list_day(root: str | Location, day: dt.date, layout: str | Layout | None = None) -> DayListing:
     """The landed files of one day in the layout (default `day`), sorted (subfolders included).
     A root that does not exist or cannot be listed raises LocationError naming it and the cause."""
-    root = uris.normalize(root)
-    return _list_day(check_root(root), root, day, _layout(layout))
-
-
-def _list_day(filesystem: pafs.FileSystem, root: str, day: dt.date, layout: Layout) -> DayListing:
+    landing = check_root(root)
     listing = DayListing()
-    for _, folder, fields, landed in day_folders(filesystem, root, layout, day, listing):
-        _list_folder(filesystem, root, folder, fields, listing, landed)
+    for _, folder, fields, landed in day_folders(landing, _layout(layout), day, listing):
+        _list_folder(landing, folder, fields, listing, landed)
     listing.files.sort(key=lambda f: f.path)
     return listing
 
 
-def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: DayListing, landed: Landed | None = None) -> None:
+def _list_folder(landing: Location, folder: str, fields: tuple, listing: DayListing, landed: Landed | None = None) -> None:
     """The files below a day's folder into `listing`; or, where the layout named the file
     itself (`landed`), that file (its folder is then a folder of the day)."""
     if landed is not None:
@@ -122,25 +128,24 @@ def _list_folder(filesystem, root: str, folder: str, fields: tuple, listing: Day
         listing.files.append(replace(landed, fields=fields))
         return
     before = len(listing.files)
-    if uris.is_remote(root):
-        _list_remote(filesystem, folder, listing)
+    if landing.remote:
+        _list_remote(landing, folder, listing)
     else:
         _list_local(folder, listing)
     if fields:
         listing.files[before:] = [replace(f, fields=fields) for f in listing.files[before:]]
 
 
-def _children(filesystem, folder: str, remote: bool) -> list[tuple[str, str, str, object]]:
+def _children(landing: Location, folder: str) -> list[tuple[str, str, str, object]]:
     """(name, path, kind: dir | file | link, pyarrow FileInfo or os.DirEntry) of a folder's
     entries that are not hidden."""
-    if remote:
-        scheme = folder.split("://", 1)[0]
-        _, path = uris.filesystem(folder)
+    if landing.remote:
+        path = _inside(landing, folder)
         try:
-            found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            found = landing.filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         except OSError as exc:
-            raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
-        return [(i.base_name, f"{scheme}://{i.path}", "dir" if i.type == pafs.FileType.Directory else "file", i)
+            raise LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
+        return [(i.base_name, folder + i.path[len(path):], "dir" if i.type == pafs.FileType.Directory else "file", i)
                 for i in found if not is_hidden(i.base_name)]
     try:
         entries = list(os.scandir(folder))
@@ -158,26 +163,25 @@ def _landed(path: str, entry) -> Landed:
     return Landed(path, stat.st_size, stat.st_mtime_ns)
 
 
-def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
+def day_folders(landing: Location, layout: Layout, day: dt.date | None,
                 listing: DayListing | None = None) -> list[tuple[dt.date, str, tuple, Landed | None]]:
     """(day, folder, path fields, None) of every folder of the layout below the root (of `day`
     only, when given), and (day, path, path fields, Landed) of every file the layout's last
     segment names: folder by folder along the template, listing only what can still match."""
     listing = listing if listing is not None else DayListing()
-    remote = uris.is_remote(root)
-    level: list[tuple[str, dict, Landed | None]] = [(root, {}, None)]
+    level: list[tuple[str, dict, Landed | None]] = [(landing.uri, {}, None)]
     for i, segment in enumerate(layout.segments):
         last = i == len(layout.segments) - 1
         following: list[tuple[str, dict, Landed | None]] = []
         for folder, values, _ in level:
             if segment.pattern is None:  # a literal folder: no listing needed
-                path = uris.join(folder, segment.text)
-                if not remote and os.path.islink(path):
+                path = _child(landing, folder, segment.text)
+                if not landing.remote and os.path.islink(path):
                     listing.skipped.append(path)
                 else:
                     following.append((path, values, None))
                 continue
-            for name, path, kind, entry in _children(filesystem, folder, remote):
+            for name, path, kind, entry in _children(landing, folder):
                 found = segment.match_file(name) if kind == "file" and segment.files else segment.match(name)
                 if found is None:
                     continue
@@ -201,9 +205,8 @@ def day_folders(filesystem, root: str, layout: Layout, day: dt.date | None,
     return sorted(out, key=lambda f: f[1])
 
 
-def _list_remote(filesystem: pafs.FileSystem, folder: str, listing: DayListing) -> None:
-    scheme = folder.split("://", 1)[0]
-    _, path = uris.filesystem(folder)
+def _list_remote(landing: Location, folder: str, listing: DayListing) -> None:
+    filesystem, path = landing.filesystem, _inside(landing, folder)
     try:
         kind = filesystem.get_file_info(path).type
         if kind == pafs.FileType.File:
@@ -214,14 +217,14 @@ def _list_remote(filesystem: pafs.FileSystem, folder: str, listing: DayListing) 
         listing.folders.append(folder)
         found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
     except OSError as exc:
-        raise uris.LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
+        raise LocationError(f"landing {folder}: cannot be listed: {uris.describe(exc)}") from None
     for info in found:
         if info.type != pafs.FileType.File:
             continue
         parts = info.path[len(path):].strip("/").split("/")
         if any(is_hidden(p) for p in parts):
             continue
-        listing.files.append(Landed(f"{scheme}://{info.path}", info.size, info.mtime_ns or 0))
+        listing.files.append(Landed(folder + info.path[len(path):], info.size, info.mtime_ns or 0))
 
 
 def _list_local(folder: str, listing: DayListing) -> None:
@@ -247,7 +250,7 @@ def _list_local(folder: str, listing: DayListing) -> None:
             listing.files.append(Landed(path, stat.st_size, stat.st_mtime_ns))
 
 
-def partition_files(root: str, day: dt.date, skipped: list | None = None, layout: str | Layout | None = None) -> list[Landed]:
+def partition_files(root: str | Location, day: dt.date, skipped: list | None = None, layout: str | Layout | None = None) -> list[Landed]:
     """The landed files of one day (see list_day); symbolic links found are added to `skipped`."""
     listing = list_day(root, day, layout)
     if skipped is not None:
@@ -255,15 +258,13 @@ def partition_files(root: str, day: dt.date, skipped: list | None = None, layout
     return listing.files
 
 
-def landing_partitions(root: str, layout: str | Layout | None = None) -> dict[str, str]:
+def landing_partitions(root: str | Location, layout: str | Layout | None = None) -> dict[str, str]:
     """Every day of the landing root in the layout -> fingerprint of its files (names, sizes,
     modification times). A root that cannot be read raises LocationError."""
-    root = uris.normalize(root)
-    filesystem = check_root(root)
-    layout = _layout(layout)
+    landing = check_root(root)
     by_day: dict[dt.date, DayListing] = {}
-    for day, folder, fields, landed in day_folders(filesystem, root, layout, None):
-        _list_folder(filesystem, root, folder, fields, by_day.setdefault(day, DayListing()), landed)
+    for day, folder, fields, landed in day_folders(landing, _layout(layout), None):
+        _list_folder(landing, folder, fields, by_day.setdefault(day, DayListing()), landed)
     out: dict[str, str] = {}
     for day, listing in sorted(by_day.items()):
         digest = hashlib.sha256()
@@ -273,12 +274,11 @@ def landing_partitions(root: str, layout: str | Layout | None = None) -> dict[st
     return out
 
 
-def first_day(root: str, layout: str | Layout | None = None) -> dt.date | None:
+def first_day(root: str | Location, layout: str | Layout | None = None) -> dt.date | None:
     """The landing zone's earliest day in the layout, or None (also when it cannot be listed)."""
     try:
-        root = uris.normalize(root)
-        found = day_folders(check_root(root), root, _layout(layout), None)
-    except (OSError, uris.LocationError):
+        found = day_folders(check_root(root), _layout(layout), None)
+    except (OSError, LocationError):
         return None
     return min((d for d, *_ in found), default=None)
 

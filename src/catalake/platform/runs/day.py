@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 
 from .. import layouts, uris
 from ..errors import StorageError
-from ..landing.listing import display_path, list_day
+from ..landing.listing import check_root, display_path, list_day
 from ..landing.planning import plan_tasks, tiling_faults
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
@@ -35,6 +35,7 @@ from ..warehouse.files import PARTITION_COLUMN, PartFile
 from ..warehouse.merging import TARGET_FILE_BYTES, Merge, merge_groups, run_merges
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
+from ..uris import Location
 from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
@@ -45,7 +46,7 @@ def classify_partition(
     spark: SparkSession | Callable[[], SparkSession],
     store: DeltaStore,
     tables: Sequence[MessageTable],
-    landing: str,
+    landing: str | Location,
     day: dt.date,
     *,
     only: set[str] | None = None,
@@ -62,8 +63,9 @@ def classify_partition(
     function starting it) is then not started; `result.engine` says which ran. Each table's
     partition gets at most ceil(bytes / `target_file_bytes`) files (bounded_files)."""
     clock = time.perf_counter()
+    landing = check_root(landing)  # the root, opened once: what follows asks its fields
     plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=only, strict=strict,
-                    storage=uris.storage_environment(), landing=uris.normalize(landing))
+                    storage=uris.storage_environment(), landing=landing.uri)
     where = layouts.parse(layout)
     listing = list_day(landing, day, where)
     files = listing.files
@@ -72,7 +74,7 @@ def classify_partition(
     for path in listing.ignored:
         progress(f"{day}: not read: {display_path(path)}")
     if listing.missing:
-        progress(f"{day}: WARNING: no folder of this day in the landing zone {uris.normalize(landing)} "
+        progress(f"{day}: WARNING: no folder of this day in the landing zone {landing.uri} "
                  f"({where.describe(day)}, layout {where.name}): nothing was read")
     seconds = {"listing": time.perf_counter() - clock}
     clock = time.perf_counter()

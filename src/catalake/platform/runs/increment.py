@@ -18,12 +18,13 @@ from typing import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from .. import uris
-from ..landing.listing import list_day
+from ..landing.listing import check_root, list_day
 from ..landing.planning import pack
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
+from ..uris import Location
 from . import ledger
 from .day import classify_partition, day_run, ensure_deadletter
 from .plan import Plan, new_plan
@@ -35,7 +36,7 @@ def classify_increment(
     spark: SparkSession | Callable[[], SparkSession],
     store: DeltaStore,
     tables: Sequence[MessageTable],
-    landing: str,
+    landing: str | Location,
     day: dt.date,
     *,
     strict: bool = False,
@@ -51,6 +52,7 @@ def classify_increment(
     its increments; `tables` counts the rows this increment added."""
     clock = time.perf_counter()
     day_ledger = ledger.load(store.root, day)
+    landing = check_root(landing)  # the root, opened once
     listing = list_day(landing, day, layout)
     pending = next((i for i in day_ledger["increments"] if not i["done"]), None) if day_ledger else None
     why = "no run of the day is recorded" if day_ledger is None else None
@@ -65,7 +67,7 @@ def classify_increment(
         result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
         return result
     plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=None, strict=strict,
-                    storage=uris.storage_environment(), landing=uris.normalize(landing))
+                    storage=uris.storage_environment(), landing=landing.uri)
     if pending is not None:  # a run stopped before it finished: its very pieces again
         progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
         entry = pending
