@@ -28,6 +28,8 @@ from catalake.platform.quality.expectations import (
 )
 from catalake.platform.quality.referee import Validator
 from catalake.platform.quality.suites import (
+    _as_gx_writes,
+    _gx_expectation,
     build_suite,
     document_json,
     expectation_summary,
@@ -182,6 +184,21 @@ def test_suite_files_are_gx_documents_built_without_gx(shop, shared_data):
         assert document_json(plain_suite_document(table, expectations)) == \
             document_json(suite_document(build_suite(table, expectations=expectations))), table.name
     assert len(tables) > 200 and len(kinds) == 6  # every kind catalake generates
+
+
+def test_every_expectation_of_the_public_catalogs_is_written_as_gx_writes_it(shop, shared_data):
+    """The serialization written without GX (`gx_expectation`) is GX's own, for every distinct
+    expectation of every definition of the shop and public catalogs, both severities: what the
+    catalog job writes without importing GX."""
+    tables = list(shop[2].values())
+    for entry in VALID:
+        catalog = load_catalog([shared_data / entry[0]])
+        tables += message_tables(catalog, catalog_roots([shared_data / entry[0]]))[0]
+    distinct = {(e.type, json.dumps(e.gx_kwargs(), sort_keys=True)) for t in tables for e in suite_expectations(t)}
+    assert len(distinct) > 300
+    for type_, kwargs in sorted(distinct):
+        for severity in ("ERROR", "WARN"):
+            assert _as_gx_writes(type_, json.loads(kwargs), severity) == _gx_expectation(type_, kwargs, severity), kwargs
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import catalake.platform.warehouse.evolution
 import catalake.platform.warehouse.message_tables
 from catalake.display import catalog_rows, markdown_table
 from catalake.platform.catalog import CatalogError
-from catalake.platform.quality.expectations import gx_imported_meanwhile
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
 from catalake.platform.warehouse.evolution import EvolutionError
 from catalake.platform.warehouse.message_tables import (
@@ -85,8 +84,7 @@ def build_catalog_asset(names: Names = DEFAULT):
         message specs and the landing zone's first day for the code location's next loads
         (shown while the catalog is invalid; the first daily partition), which read them.
         """
-        with gx_imported_meanwhile():  # the suites asset next needs GX
-            return _materialize_catalog(context, names)
+        return _materialize_catalog(context, names)
 
     return message_catalog
 

@@ -23,12 +23,9 @@ The GX suites and their files are suites.py. GX itself is imported only where a 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
-import sys
-import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterator
@@ -123,21 +120,6 @@ def import_gx():
 
     return gx
 
-
-@contextlib.contextmanager
-def gx_imported_meanwhile() -> Iterator[None]:
-    """GX imported in a thread while the block runs, ended with it: importing GX takes 4-5 s
-    (scipy, altair), which the catalog job's table creations (partly outside the GIL) overlap
-    before its suites need GX."""
-    if "great_expectations" in sys.modules:
-        yield
-        return
-    thread = threading.Thread(target=import_gx, name="catalake-import-gx", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
 
 
 def gx_severity(severity: str):
