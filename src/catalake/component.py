@@ -19,7 +19,6 @@ when a run starts and never shown in the UI; a load reads the same variable."""
 import dataclasses
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
@@ -49,7 +48,7 @@ from catalake.leases import leased_in_process_executor
 from catalake.platform import uris
 from catalake.platform.config import Settings, local_folder
 from catalake.platform.errors import SettingsError
-from catalake.resources import Configured, LandingZone, SparkSessionResource, Warehouse
+from catalake.resources import Configured, LandingZone, Warehouse
 
 DEFS_YAML = """\
 type: catalake.CatalakeComponent
@@ -166,8 +165,7 @@ class CatalakeComponent(Component, Resolvable):
     def definitions(self, folder: Path | None = None) -> Definitions:
         """This instance's definitions, relative paths taken from `folder` (default: here)."""
         settings = self.settings(folder or Path.cwd())
-        r = Configured.from_settings(settings, spark_resource(settings.spark_master, settings.spark_conf, settings.engine,
-                                                              settings.local_task_bytes))
+        r = Configured.from_settings(settings)
         if _variable(self.landing):
             r = dataclasses.replace(r, landing=_with(r.landing, path=EnvVar(_variable(self.landing))))
         if _variable(self.warehouse):
@@ -211,8 +209,7 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     from its resources: `configured`, else the ones `settings` say. `analytics=False` leaves out
     the dbt project, the data docs and their job (`catalake run --no-analytics` does not load them)."""
     settings = settings or Settings.from_env()
-    r = configured or Configured.from_settings(settings, spark_resource(
-        settings.spark_master, settings.spark_conf, settings.engine, settings.local_task_bytes))
+    r = configured or Configured.from_settings(settings)
     loaded = catalog_at_load(r.catalog_source)  # read once for every definition built from it
     partitions = daily_partitions(r, names)
     events = build_events_asset(r, partitions, loaded, names)
@@ -243,19 +240,10 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions, names),
                    build_maintenance_schedule(maintenance_job, partitions, names)],
-        sensors=[build_landing_sensor(events_job, r.landing, partitions, names),
+        sensors=[build_landing_sensor(events_job, r, partitions, names),
                  build_compaction_sensor(events_job, maintenance_job, names)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM. Leased:
         # a run says which process runs it and beats a heartbeat, so a dead one never holds its day.
         executor=leased_in_process_executor,
     )
-
-
-@lru_cache
-def spark_resource(master: str, conf: tuple[tuple[str, str], ...], engine: str = "spark",
-                   local_task_bytes: int = 8 << 20) -> SparkSessionResource:
-    """One resource object per Spark setting: every instance of a project shares it (Dagster
-    merges definitions whose resources under one key are the same object; a process has one
-    Spark session anyway)."""
-    return SparkSessionResource(master=master, conf=dict(conf), engine=engine, local_task_bytes=local_task_bytes)

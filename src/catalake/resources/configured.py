@@ -9,8 +9,10 @@ a load reads the same variable from its own environment (`at_load`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypeVar
 
+from catalake.platform import uris
 from catalake.platform.config import Settings
 
 from .catalog_source import CatalogSource
@@ -35,9 +37,8 @@ class Configured:
     spark: SparkSessionResource
 
     @classmethod
-    def from_settings(cls, settings: Settings, spark: SparkSessionResource | None = None) -> "Configured":
-        """The resources `settings` say, with their defaults; `spark` when one object is shared
-        (the instances of a project share one session)."""
+    def from_settings(cls, settings: Settings) -> "Configured":
+        """The resources `settings` say, with their defaults (one `spark` object per Spark setting)."""
         return cls(
             warehouse=Warehouse(
                 path=settings.warehouse, delta_backend=settings.delta_backend, local_path=str(settings.local),
@@ -48,6 +49,23 @@ class Configured:
                                          schema_roots=[str(p) for p in settings.schema_roots], owners=list(settings.owners)),
             landing=LandingZone(path=settings.landing, layout=settings.layout, start_date=settings.start_date,
                                 increment_seconds=settings.increment_seconds),
-            spark=spark or SparkSessionResource(master=settings.spark_master, conf=dict(settings.spark_conf),
-                                                engine=settings.engine, local_task_bytes=settings.local_task_bytes),
+            spark=spark_resource(settings.spark_master, settings.spark_conf, settings.engine, settings.local_task_bytes),
         )
+
+    @property
+    def warehouse_root(self) -> str:
+        """The warehouse's location as the definitions name it (tables' URIs in their metadata)."""
+        return uris.normalize(at_load(self.warehouse.path))
+
+    @property
+    def landing_root(self) -> tuple[str, str]:
+        """The landing's location and layout as the definitions list it (first day, the sensor)."""
+        return uris.normalize(at_load(self.landing.path)), at_load(self.landing.layout)
+
+
+@lru_cache
+def spark_resource(master: str, conf: tuple[tuple[str, str], ...], engine: str, local_task_bytes: int) -> SparkSessionResource:
+    """One resource object per Spark setting: every instance of a project shares it (Dagster
+    merges definitions whose resources under one key are the same object; a process has one
+    Spark session anyway)."""
+    return SparkSessionResource(master=master, conf=dict(conf), engine=engine, local_task_bytes=local_task_bytes)

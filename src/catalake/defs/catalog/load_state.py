@@ -14,7 +14,6 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetSpec, deserialize_value, serialize_value
 
-from catalake.platform import uris
 from catalake.platform.landing.listing import DEFAULT_START, first_day
 from catalake.resources import Configured, at_load
 
@@ -27,9 +26,6 @@ def _path(configured: Configured, names: Names, stem: str, suffix: str) -> Path:
     """One file per instance: two prefixes over one warehouse keep their own."""
     return configured.warehouse.local / "catalog" / ".".join([stem, *names.prefix, suffix])
 
-
-def _landing(configured: Configured) -> tuple[str, str]:
-    return uris.normalize(at_load(configured.landing.path)), at_load(configured.landing.layout)
 
 
 def _write(target: Path, content: str) -> None:
@@ -44,7 +40,7 @@ def keep_specs(configured: Configured, names: Names, specs: list[AssetSpec], fin
     (what they were made from, the catalog's fingerprint and the settings they name, is kept
     beside them). True when written."""
     path = _path(configured, names, "specs", "json")
-    warehouse, owners = uris.normalize(at_load(configured.warehouse.path)), tuple(configured.catalog_source.owners)
+    warehouse, owners = configured.warehouse_root, tuple(configured.catalog_source.owners)
     made_from = hashlib.sha256(f"{fingerprint}|{warehouse}|{owners}|{names}|{SPECS_FORMAT}".encode()).hexdigest()
     stamp = path.with_suffix(".from")
     if path.exists() and stamp.exists() and stamp.read_text() == made_from:
@@ -74,7 +70,7 @@ def _plain(spec: AssetSpec) -> dict:
 def keep_first_day(configured: Configured, names: Names) -> str | None:
     """The landing zone's first day, listed by the run and kept for the loads (None: no day yet,
     or the landing cannot be listed: nothing kept)."""
-    landing, layout = _landing(configured)
+    landing, layout = configured.landing_root
     day = first_day(landing, layout)
     if day is None:
         return None
@@ -95,7 +91,7 @@ def start_date_at_load(configured: Configured, names: Names) -> str:
     landing is listed (else DEFAULT_START, also when it cannot be listed: the run says why)."""
     if configured.landing.start_date:
         return at_load(configured.landing.start_date)
-    landing, layout = _landing(configured)
+    landing, layout = configured.landing_root
     try:
         state = json.loads(_path(configured, names, "landing", "json").read_text())
         if state["landing"] == landing and state["layout"] == layout:

@@ -15,13 +15,13 @@ from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.catalog.normalize import protocol_family
 from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
-from catalake.resources import CatalogSource, Configured, at_load
 from catalake.platform.warehouse.message_tables import (
     MessageTable,
     message_table,
     message_tables,
     table_fingerprint,
 )
+from catalake.resources import CatalogSource, Configured, at_load
 
 from ..metadata import column_schema
 from ..names import DEFAULT, Names
@@ -93,7 +93,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, configured: Confi
     protocol = protocol_name(message)
     over = f" over {protocol}" if protocol else ""
     table = table if table is not None else message_table(message, catalog, configured.catalog_source.roots())
-    location = uris.join(uris.normalize(at_load(configured.warehouse.path)), table.name)
+    location = uris.join(configured.warehouse_root, table.name)
     uri = uris.as_uri(location)
     metadata = {
         "dagster/table_name": message.table_name,

@@ -30,7 +30,7 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
 from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from catalake.platform.warehouse.files import PARTITION_COLUMN
 from catalake.platform.warehouse.queries import analyst_name
-from catalake.resources import Configured, at_load
+from catalake.resources import Configured
 
 from ..catalog.load_state import start_date_at_load
 from ..catalog.messages import CatalogAtLoad, as_owner, message_specs
@@ -51,7 +51,7 @@ def daily_partitions(configured: Configured, names: Names = DEFAULT) -> DailyPar
 def deadletter_spec(configured: Configured, catalog_error: str | None = None, names: Names = DEFAULT) -> AssetSpec:
     import catalake.platform
 
-    location = uris.join(uris.normalize(at_load(configured.warehouse.path)), DEADLETTER_TABLE)
+    location = uris.join(configured.warehouse_root, DEADLETTER_TABLE)
     return AssetSpec(
         key=names.deadletter,
         description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "")

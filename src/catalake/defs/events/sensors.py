@@ -3,18 +3,17 @@ import json
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from catalake.defs.events.assets import INCREMENTAL_TAG
-from catalake.platform import uris
 from catalake.platform.landing.listing import landing_partitions
-from catalake.resources import LandingZone, at_load
+from catalake.resources import Configured, at_load
 
 from ..names import DEFAULT, Names
 
 
-def build_landing_sensor(events_job, landing: LandingZone, partitions_def, names: Names = DEFAULT):
+def build_landing_sensor(events_job, configured: Configured, partitions_def, names: Names = DEFAULT):
     # the sensor is evaluated in the code location's process: the landing as it loaded there
-    root, layout = uris.normalize(at_load(landing.path)), at_load(landing.layout)
+    root, layout = configured.landing_root
 
-    @sensor(job=events_job, minimum_interval_seconds=at_load(landing.increment_seconds),
+    @sensor(job=events_job, minimum_interval_seconds=at_load(configured.landing.increment_seconds),
             default_status=DefaultSensorStatus.STOPPED, name=names.of("landing_sensor"))
     def landing_sensor(context: SensorEvaluationContext):
         """Requests an incremental run for every landing day that appeared or whose files changed:

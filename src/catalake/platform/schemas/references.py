@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import ForbiddenReference, NeverFollowed, SchemaError, SchemaReferenceError, split_pointer
+from ..errors import ForbiddenReference, SchemaReferenceError, split_pointer
 from .languages import Language, language_of
 from .registry import find_schema, registry_reference, split_reference, version_content
 
