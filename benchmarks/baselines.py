@@ -2,12 +2,19 @@
 
     python benchmarks/baselines.py loop CATALOG_DIR LANDING_DAY OUT
     python benchmarks/baselines.py spark CATALOG_DIR LANDING_DAY OUT
+    python benchmarks/baselines.py duckdb CATALOG_DIR LANDING_DAY OUT
+    python benchmarks/baselines.py duckdb_raw CATALOG_DIR LANDING_DAY OUT
 
 * `loop`: a plain Python loop, one core: orjson per line, each type's jsonschema validator
   compiled once, the `source` uritemplate's regex, rows grouped per type, one
   `deltalake.write_deltalake` per type plus a dead-letter table.
 * `spark`: a hand-written PySpark job: parse the envelope, write everything partitioned by type
   in one job (Parquet).
+* `duckdb`: DuckDB, typed and checked: the lines read once, the envelope extracted, each type's
+  `data` typed with `json_transform` into its struct (from the JSON Schema), the schema's
+  required/enum/bounds/lengths and the source template as SQL; a Parquet file per type and one
+  of the dead letters (malformed JSON, no type, a failed check).
+* `duckdb_raw`: DuckDB, the floor: the lines parsed, a Parquet file per type, data kept as JSON.
 
 Each prints the number of records it read.
 """
@@ -82,6 +89,73 @@ def spark_job(catalog_dir: Path, day: Path, out: Path) -> int:
     return spark.read.parquet(str(out)).count()
 
 
+DUCK_TYPES = {"string": "VARCHAR", "number": "DOUBLE", "integer": "BIGINT", "boolean": "BOOLEAN"}
+
+
+def _duck_type(schema: dict):
+    """The JSON Schema as json_transform's structure (objects, [items], type names)."""
+    if schema.get("type") == "object":
+        return {k: _duck_type(v) for k, v in schema.get("properties", {}).items()}
+    if schema.get("type") == "array":
+        return [_duck_type(schema.get("items", {}))]
+    if schema.get("format") == "date-time":
+        return "TIMESTAMPTZ"
+    return DUCK_TYPES.get(schema.get("type"), "VARCHAR")
+
+
+def _duck_checks(schema: dict, path: str) -> list[str]:
+    checks = [f"{path}.{k} IS NOT NULL" for k in schema.get("required", [])]
+    for key, sub in schema.get("properties", {}).items():
+        column = f"{path}.{key}"
+        if "enum" in sub:
+            checks.append(f"({column} IS NULL OR {column} IN ({', '.join(repr(v) for v in sub['enum'])}))")
+        if "minimum" in sub or "maximum" in sub:
+            checks.append(f"({column} IS NULL OR {column} BETWEEN {sub.get('minimum', '-1e308')} AND {sub.get('maximum', '1e308')})")
+        if "minLength" in sub or "maxLength" in sub:
+            checks.append(f"({column} IS NULL OR length({column}) BETWEEN {sub.get('minLength', 0)} AND {sub.get('maxLength', 1 << 30)})")
+        if sub.get("type") == "object":
+            checks += [f"({column} IS NULL OR ({c}))" for c in _duck_checks(sub, column)]
+    return checks
+
+
+def duckdb_job(catalog_dir: Path, day: Path, out: Path, typed: bool = True) -> int:
+    import duckdb
+
+    document = json.loads(next(catalog_dir.glob("*.json")).read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute(f"""CREATE TABLE lines AS SELECT filename, line FROM read_csv('{day}/*.jsonl', columns={{'line': 'VARCHAR'}},
+                    delim='\x01', quote='', escape='', header=false, filename=true, auto_detect=false)""")
+    con.execute("""CREATE TABLE events AS SELECT filename, line, ok,
+                   CASE WHEN ok THEN json_extract_string(line, '$.type') END AS type,
+                   CASE WHEN ok THEN json_extract_string(line, '$.id') END AS id,
+                   CASE WHEN ok THEN json_extract_string(line, '$.source') END AS source,
+                   CASE WHEN ok THEN json_extract_string(line, '$.time') END AS time,
+                   CASE WHEN ok THEN json_extract(line, '$.data') END AS data
+                   FROM (SELECT filename, line, json_valid(line) AS ok FROM lines)""")
+    known = ", ".join(repr(d["envelopemetadata"]["type"]["value"]) for g in document["messagegroups"].values()
+                      for d in g["messages"].values())
+    con.execute(f"""CREATE TABLE dead AS SELECT filename, line, CASE WHEN NOT ok THEN 'malformed_json' ELSE 'no_match' END
+                    AS reason FROM events WHERE NOT ok OR type IS NULL OR type NOT IN ({known})""")
+    for group in document["messagegroups"].values():
+        for name, definition in group["messages"].items():
+            kind = definition["envelopemetadata"]["type"]["value"]
+            if not typed:
+                con.execute(f"COPY (SELECT * EXCLUDE (line, ok) FROM events WHERE ok AND type = '{kind}') TO '{out}/{name}.parquet'")
+                continue
+            template = definition["envelopemetadata"]["source"]["value"]
+            source = "^" + re.sub(r"\\\{(\w+)\\\}", "([^/]+)", re.escape(template)) + "$"
+            struct = json.dumps(_duck_type(definition["dataschema"])).replace("'", "''")
+            checks = " AND ".join([f"regexp_full_match(source, '{source}')", *_duck_checks(definition["dataschema"], "data")])
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE typed AS SELECT id, source, type, time::TIMESTAMPTZ AS time,
+                            json_transform(data, '{struct}') AS data, filename, line FROM events WHERE ok AND type = '{kind}'""")
+            con.execute(f"COPY (SELECT * EXCLUDE (line) FROM typed WHERE {checks}) TO '{out}/{name}.parquet'")
+            con.execute(f"INSERT INTO dead SELECT filename, line, 'schema_violation' FROM typed WHERE NOT coalesce({checks}, false)")
+    con.execute(f"COPY dead TO '{out}/deadletter.parquet'")
+    return con.execute("SELECT count(*) FROM lines").fetchone()[0]
+
+
 if __name__ == "__main__":
     kind, catalog_dir, day, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
-    print({"loop": loop, "spark": spark_job}[kind](catalog_dir, day, out))
+    jobs = {"loop": loop, "spark": spark_job, "duckdb": duckdb_job, "duckdb_raw": lambda c, d, o: duckdb_job(c, d, o, typed=False)}
+    print(jobs[kind](catalog_dir, day, out))

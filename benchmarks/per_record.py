@@ -1,9 +1,12 @@
-"""The classifier's per-record path alone, without Spark: one task's pieces of the workload
-classified in this process, round after round (for side-by-side runs of two checkouts).
+"""The classifier alone, without Spark: one task's pieces of the workload classified in this
+process, round after round, by each path (for side-by-side runs of two checkouts too).
 
-    PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5] [--patterns]
+    PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5]
+        [--patterns] [--path batch|record|both]
 
-`--patterns`: a pattern on every string of the payload (the pattern engine's cost per record).
+`--path`: the batch path (runs/bulk.py, the default), the per-record path
+(CATALAKE_BATCH_PATH=false), or both, one line each. `--patterns`: a pattern on every string of
+the payload (the pattern engine's cost per record).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work", default="/tmp/catalake-bench")
     parser.add_argument("--patterns", action="store_true", help="a pattern on every string of the payload")
+    parser.add_argument("--path", choices=("batch", "record", "both"), default="batch")
     args = parser.parse_args()
 
     from catalake.platform.catalog import load_catalog
@@ -42,17 +46,19 @@ def main() -> int:
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])
     day = dt.date.fromisoformat(DAY)
     pieces = plan_tasks(list_day(str(landing), day).files, 8)[0]  # one of 8 tasks
-    seconds = []
-    for round_ in range(args.rounds):
-        warehouse = tempfile.mkdtemp(prefix="catalake-per-record-")
-        classifier = Classifier(Plan(tuple(tables), warehouse, day, dt.datetime.now(dt.timezone.utc), f"r{round_}"))
-        start = time.perf_counter()
-        result = classifier.run(f"{round_}.0", pieces)
-        seconds.append(time.perf_counter() - start)
-        shutil.rmtree(warehouse, ignore_errors=True)
-    print(json.dumps({"records": result.records, "seconds": [round(s, 2) for s in seconds],
-                      "median_s": round(statistics.median(seconds), 2),
-                      "records_per_second": round(result.records / statistics.median(seconds))}))
+    for path in (("batch", "record") if args.path == "both" else (args.path,)):
+        seconds = []
+        for round_ in range(args.rounds):
+            warehouse = tempfile.mkdtemp(prefix="catalake-per-record-")
+            plan = Plan(tuple(tables), warehouse, day, dt.datetime.now(dt.timezone.utc), f"r{round_}", batch=path == "batch")
+            classifier = Classifier(plan)
+            start = time.perf_counter()
+            result = classifier.run(f"{round_}.0", pieces)
+            seconds.append(time.perf_counter() - start)
+            shutil.rmtree(warehouse, ignore_errors=True)
+        print(json.dumps({"path": path, "records": result.records, "decided_in_bulk": result.batched,
+                          "seconds": [round(s, 2) for s in seconds], "median_s": round(statistics.median(seconds), 2),
+                          "records_per_second": round(result.records / statistics.median(seconds))}), flush=True)
     return 0
 
 

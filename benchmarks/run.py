@@ -7,9 +7,13 @@ bad records), in one benchmark run and on the same files:
 
 * loop: the plain Python loop of baselines.py (orjson, jsonschema, write_deltalake per type);
 * spark: the hand-written PySpark job of baselines.py (one job, written partitioned by type);
+* duckdb: the DuckDB job of baselines.py that types and checks (json_transform per type, the
+  schema's checks as SQL, Parquet per type and a dead-letter file); duckdb_raw: DuckDB's floor,
+  the lines parsed and written by type with data kept as JSON;
 * catalake: `catalake run --date D --json --no-analytics` in a fresh process (the catalog job and
   the partition run: classification, quality results, commits, Dagster events), on a warehouse
   whose tables exist, so each cell times the steady state;
+* catalake_per_record: the same run with CATALAKE_BATCH_PATH=false (every record decided on its own);
 * catalake_first: the first of those runs, on a fresh warehouse and Dagster home (the catalog
   job creates every table and suite), timed once.
 
@@ -125,11 +129,11 @@ def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]
     catalake = [str(Path(sys.executable).parent / "catalake"), "run", "--date", DAY, "--json", "--no-analytics"]
     wall, rss, stdout = measure(catalake, env)  # the tables exist afterwards
     first = json.loads(stdout.strip().splitlines()[-1])
-    runs: dict[str, list] = {"loop": [], "spark": [], "catalake": [],
+    runs: dict[str, list] = {"loop": [], "spark": [], "duckdb": [], "duckdb_raw": [], "catalake": [], "catalake_per_record": [],
                              "catalake_first": [(wall, rss, {"records": first["records"], "phases": first["seconds"]})]}
     for _ in range(repeats):
         out = work / "baseline-out"
-        for kind in ("loop", "spark"):
+        for kind in ("loop", "spark", "duckdb", "duckdb_raw"):
             shutil.rmtree(out, ignore_errors=True)
             wall, rss, stdout = measure([sys.executable, str(HERE / "baselines.py"), kind, str(catalog), str(day), str(out)], dict(os.environ))
             runs[kind].append((wall, rss, {"records": int(stdout.strip().splitlines()[-1])}))
@@ -141,6 +145,10 @@ def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]
         runs["catalake"].append((wall, rss, {"records": result["records"], "deadletter": result["deadletter"],
                                              "tables_fed": sum(1 for n in result["tables"].values() if n),
                                              "spark_jobs": spark_jobs(events), "phases": result["seconds"]}))
+        # the same run with every record decided on its own (the referee's path)
+        wall, rss, stdout = measure(catalake, {**env, "CATALAKE_BATCH_PATH": "false"})
+        result = json.loads(stdout.strip().splitlines()[-1])
+        runs["catalake_per_record"].append((wall, rss, {"records": result["records"], "phases": result["seconds"]}))
     rows = []
     for kind, measured in runs.items():
         wall, rss, extra = min(measured, key=lambda m: m[0])

@@ -29,6 +29,7 @@ BAD = {
     "CATALAKE_DBT_DIR": "{file}",
     "CATALAKE_DBT_PROJECT": "{folder}",
     "CATALAKE_RECORD_EMPTY": "maybe",
+    "CATALAKE_BATCH_PATH": "sometimes",
     "CATALAKE_ENGINE": "duckdb",
     "CATALAKE_LOCAL_TASK_BYTES": "8MiB",
     "CATALAKE_TARGET_FILE_BYTES": "abc",

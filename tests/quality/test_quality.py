@@ -66,7 +66,7 @@ def test_compiled_checks_count_like_great_expectations():
     assert counts["data.amount:range"] == [4, 1, 2]
     assert counts["data.customer.email:required"] == [3, 0, 1]  # the row without a customer is not evaluated
     assert counts["data.customer.email:pattern"] == [4, 2, 1]  # the WARN one: no row condition, nulls are missing
-    assert suite.examples[2] == [[100, "f.jsonl", 2], [-1, "f.jsonl", 3]]
+    assert suite.tally()["expectations"][2][3] == [[100, "f.jsonl", 2], [-1, "f.jsonl", 3]]
     out = {r.expectation.id: r for r in results(suite.expectations, [Counts(*c) for c in suite.counts])}
     assert (out["data.id:required"].unexpected_percent, out["data.id:required"].missing_count) == (25.0, None)
     assert out["data.amount:range"].unexpected_percent == pytest.approx(200 / 3)  # of the non-null values, as GX

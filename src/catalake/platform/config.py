@@ -166,6 +166,10 @@ class Settings:
     CATALAKE_ENGINE        'spark' (default): full runs, backfills and replays are Spark jobs;
                            'local': every run is classified by local Python processes and Spark
                            is never started (a machine without Java, or a quick look)
+    CATALAKE_BATCH_PATH    'true' (default): ordinary records (structured events of a table whose
+                           schema types by column) are decided a batch at a time, the rest one by
+                           one (runs/bulk.py); 'false': every record one by one, with the same
+                           rows and dead letters (to compare, or to rule the batch path out)
     CATALAKE_LOCAL_TASK_BYTES  an increment of at most this many new landed bytes (default
                            8 MiB) is classified by local Python processes rather than a Spark
                            job, when Spark runs on this machine (a local master, or Spark
@@ -209,6 +213,7 @@ class Settings:
     local_dir: Path | None = None
     engine: str = "spark"
     local_task_bytes: int = 8 << 20
+    batch_path: bool = True
     owners: tuple[str, ...] = ()
     target_file_bytes: int = 128 << 20
     compact_files: int = 32
@@ -266,6 +271,7 @@ class Settings:
             local_dir=folder(env, "CATALAKE_LOCAL_DIR"),
             engine=choice(env, "CATALAKE_ENGINE", default.engine, ENGINES),
             local_task_bytes=whole_number(env, "CATALAKE_LOCAL_TASK_BYTES", default.local_task_bytes, least=0),
+            batch_path=switch(env, "CATALAKE_BATCH_PATH", default.batch_path),
             owners=tuple(o.strip() for o in env.get("CATALAKE_OWNERS", "").split(",") if o.strip()),
             target_file_bytes=whole_number(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
             compact_files=whole_number(env, "CATALAKE_COMPACT_FILES", default.compact_files),

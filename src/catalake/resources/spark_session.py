@@ -20,6 +20,7 @@ class SparkSessionResource(ConfigurableResource):
     conf: dict[str, Any] = {}
     engine: str = "spark"  # CATALAKE_ENGINE
     local_task_bytes: int = 8 << 20  # CATALAKE_LOCAL_TASK_BYTES
+    batch_path: bool = True  # CATALAKE_BATCH_PATH: ordinary records decided a batch at a time
 
     _session: SparkSession | None = PrivateAttr(default=None)
 

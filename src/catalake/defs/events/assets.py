@@ -134,12 +134,12 @@ def build_events_asset(configured: Configured, partitions: DailyPartitionsDefini
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
             result = classify_increment(lambda: store.spark, store, tables, landing.root, day,
                                         layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
-                                        progress=context.log.info)
+                                        batch=spark.batch_path, progress=context.log.info)
         else:
             result = classify_partition(
                 lambda: store.spark, store, tables, landing.root, day, only=only, layout=landing.layout,
                 local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
-                progress=context.log.info,
+                batch=spark.batch_path, progress=context.log.info,
             )
         written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()

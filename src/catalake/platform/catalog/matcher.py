@@ -329,6 +329,22 @@ class CompiledCatalog:
             else:
                 self.unkeyed.append(d)
 
+    def deciding_attributes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The CloudEvents attributes a structured event's match depends on, given that its
+        record has no fault (record.record_fault): those whose value any check reads, and those
+        only whose presence counts (`time`, checked for its type alone: a time that does not
+        parse is already the record's fault). Always `type` and `datacontenttype` (the payload's
+        media type)."""
+        values, present = {"type", "datacontenttype"}, set()
+        for d in self.definitions:
+            for c in d.checks:
+                name = c.key[3:] if c.key.startswith("ce:") else None
+                if name == "time" and c.value is None and c.regex is None and c.type == "timestamp":
+                    present.add(name)
+                elif name is not None:
+                    values.add(name)
+        return tuple(sorted(values)), tuple(sorted(present - values))
+
     def match(self, rec: Record) -> Match:
         fields = rec.fields
         family = rec.binding.family if rec.binding is not None else None

@@ -27,6 +27,7 @@ from .planning import BLOCK, Piece, row_group_starts
 
 MAX_RECORD_BYTES = 10 << 20  # a longer record is dead-lettered as record_too_large
 SHOWN_BYTES = 4096  # what a dead-letter row keeps of a record too large to store
+LINES_BLOCK = 1 << 20  # JSON lines are read this many bytes at a time
 
 
 @dataclass(frozen=True)
@@ -43,28 +44,61 @@ class Corrupt:
 def _lines(f, first_line: int, end: int | None, read: bytes | None = None) -> Iterator[tuple[int, object]]:
     """The lines of `f` from where it stands to byte `end` (None: its end), the first one
     `read` already when given. A last line that reaches `end` without its line break while the
-    file goes on is being written: it is left for the next run."""
+    file goes on is being written: it is left for the next run.
+
+    Read a block at a time and split in C: a `readline` and two `tell` a line cost more than
+    parsing the line. A line over the size limit is never held whole: its head is kept and the
+    rest counted (`_too_large`)."""
     line = first_line
-    while read is not None or end is None or f.tell() < end:
-        limit = MAX_RECORD_BYTES + 1 if end is None else min(MAX_RECORD_BYTES + 1, end - f.tell())
-        raw, read = (f.readline(limit) if read is None else read), None
-        if not raw:
-            return
-        if not raw.endswith(b"\n") and end is not None and f.tell() >= end and len(raw) <= MAX_RECORD_BYTES:
-            if f.read(1):  # the file grew past its listed size mid-line
-                return
-        if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
-            size = len(raw)
-            head = raw[:SHOWN_BYTES]
-            while raw and not raw.endswith(b"\n"):  # the rest of the record, block by block
-                raw = f.readline(BLOCK if end is None else max(0, min(BLOCK, end - f.tell())))
-                size += len(raw)
-            yield line, TooLarge(head, size - (1 if raw.endswith(b"\n") else 0))
-        else:
-            raw = raw.rstrip(b"\r\n")
-            if raw.strip():
-                yield line, raw
-        line += 1
+    pos = f.tell() if end is not None else 0
+    tail = read or b""
+    # a stream (decompressed) a buffer at a time: what precedes a break in it is still read
+    read_block = f.read if end is not None or not hasattr(f, "read1") else f.read1
+    while True:
+        want = LINES_BLOCK if end is None else min(LINES_BLOCK, end - pos)
+        chunk = read_block(want) if want > 0 else b""
+        pos += len(chunk)
+        if not chunk and b"\n" not in tail:
+            break
+        lines = (tail + chunk if tail else chunk).split(b"\n")
+        tail = lines.pop()
+        for raw in lines:
+            if len(raw) > MAX_RECORD_BYTES:
+                yield line, TooLarge(raw[:SHOWN_BYTES], len(raw))
+            else:
+                raw = raw.rstrip(b"\r\n")
+                if raw.strip():
+                    yield line, raw
+            line += 1
+        if len(tail) > MAX_RECORD_BYTES:
+            record, tail, pos = _too_large(f, tail, end, pos)
+            yield line, record
+            line += 1
+    if not tail:
+        return
+    if end is not None and pos >= end and f.read(1):
+        return  # the file grew past its listed size mid-line
+    raw = tail.rstrip(b"\r\n")
+    if raw.strip():
+        yield line, raw
+
+
+def _too_large(f, head: bytes, end: int | None, pos: int) -> tuple[TooLarge, bytes, int]:
+    """A line longer than the limit, from its first `head` bytes on: the record (its head and
+    size), what follows its line break in the last block read, and the position reached."""
+    size, rest = len(head), b""
+    while True:
+        want = BLOCK if end is None else min(BLOCK, end - pos)
+        block = f.read(want) if want > 0 else b""
+        pos += len(block)
+        if not block:
+            break
+        cut = block.find(b"\n")
+        if cut >= 0:
+            size, rest = size + cut, block[cut + 1:]
+            break
+        size += len(block)
+    return TooLarge(head[:SHOWN_BYTES], size), rest, pos
 
 
 @dataclass(frozen=True)

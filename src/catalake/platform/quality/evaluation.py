@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..patterns import PatternError, compile_pattern
+from ..schemas.columns import failing
 from ..schemas.payload import shown
 from .expectations import (
     BETWEEN,
@@ -224,27 +225,33 @@ def _plain(value):
 
 class SuiteCheck:
     """A table's expectations compiled for the classifier: `check(row)` counts and returns the
-    failed ERROR expectations of one record's row."""
+    failed ERROR expectations of one record's row; `broken_in_bulk` and `kept_in_bulk` do the
+    same for a batch of rows given by column (the classifier's batch path).
+
+    Examples are the first ones in the order the task read its records (`seq`, set by the
+    classifier for each record), whichever path decided them."""
 
     def __init__(self, expectations: list[Expectation]):
         self.expectations = expectations
         self._errors = compile_checks([(i, e) for i, e in enumerate(expectations) if e.severity == ERROR])
         self._warnings = compile_checks([(i, e) for i, e in enumerate(expectations) if e.severity != ERROR])
+        self._tests = [compile_test(e) for e in expectations]
+        self.seq = 0  # the read order of the record being checked
         self.reset()
 
     def reset(self) -> None:
         """Counting starts again (a worker classifies several tasks with one compiled check)."""
         self.counts = [[0, 0, 0] for _ in self.expectations]
-        self.examples: list[list] = [[] for _ in self.expectations]
+        self.examples: list[list] = [[] for _ in self.expectations]  # (seq, example), the first EXAMPLES by seq
         self.types = Counts()  # the `type` rule: values of the wrong JSON kind
+        self.type_examples: list = []
         self.rejected = 0  # records of the table dead-lettered (schema_violation, malformed_payload)
         self.used = False
 
     def _example(self, i: int, row: dict, source_file: str, source_line: int):
         e = self.expectations[i]
         value = _get(row, e.path)
-        if len(self.examples[i]) < EXAMPLES:
-            self.examples[i].append([_plain(len(value) if e.measure == "size" else value), source_file, source_line])
+        _first(self.examples[i], self.seq, [_plain(len(value) if e.measure == "size" else value), source_file, source_line])
         return e, value
 
     def check(self, row: dict, type_errors: list, source_file: str, source_line: int) -> list[tuple[Expectation, Any]]:
@@ -254,7 +261,7 @@ class SuiteCheck:
         self.types.evaluated += 1
         if type_errors:
             self.types.unexpected += 1
-            self.types.add_example(type_errors[0][1], source_file, source_line)
+            _first(self.type_examples, self.seq, [_plain(type_errors[0][1]), source_file, source_line])
         return [self._example(i, row, source_file, source_line) for i in failed] if failed else []
 
     def failures(self, row: dict) -> list[tuple[Expectation, Any]]:
@@ -268,11 +275,97 @@ class SuiteCheck:
         for i in self._warnings(row, self.counts):
             self._example(i, row, source_file, source_line)
 
+    # -- the batch path: rows given as columns, `values[path]` (raw values, `typed[path]` typing
+    # one when the suite sees another value, as a date-time's instant)
+
+    def broken_in_bulk(self, values: dict, typed: dict) -> set[int]:
+        """The rows of a batch that break an ERROR expectation (the per-record path decides
+        them); a KeyError when an expectation's column is not in `values`."""
+        broken: set[int] = set()
+        for e, test in zip(self.expectations, self._tests):
+            if e.severity != ERROR:
+                continue
+            column, ok = values[e.path], _guarded(values, e.guard)
+            if KINDS[e.type].nulls_unexpected:
+                found = [i for i, v in enumerate(column) if v is None] if None in column else []
+            elif test is not None:
+                found = failing(column, _typed_test(test, typed.get(e.path)))
+            else:
+                continue
+            broken.update(i for i in found if ok is None or ok[i])
+        return broken
+
+    def kept_in_bulk(self, values: dict, typed: dict, seqs, files, lines) -> None:
+        """Counts a batch's kept rows (every one meets the ERROR expectations) as `check` and
+        `kept` count each row, with the WARN expectations' examples."""
+        self.used = True
+        size = len(files)
+        self.types.evaluated += size
+        for i, (e, test) in enumerate(zip(self.expectations, self._tests)):
+            column, ok = values[e.path], _guarded(values, e.guard)
+            c = self.counts[i]
+            nulls = ([] if None not in column else [j for j, v in enumerate(column) if v is None] if ok is None
+                     else [j for j, v in enumerate(column) if v is None and ok[j]])
+            c[0] += size if ok is None else sum(ok)
+            if KINDS[e.type].nulls_unexpected:
+                c[2] += len(nulls)
+                unexpected = nulls
+            else:
+                c[1] += len(nulls)
+                unexpected = []
+                if test is not None and e.severity != ERROR:
+                    unexpected = [j for j in failing(column, _typed_test(test, typed.get(e.path))) if ok is None or ok[j]]
+                    c[2] += len(unexpected)
+            if e.severity == ERROR:
+                continue
+            to_value = typed.get(e.path) or (lambda v: v)
+            for j in unexpected[:EXAMPLES]:
+                value = to_value(column[j]) if column[j] is not None else None
+                _first(self.examples[i], seqs[j], [_plain(len(value) if e.measure == "size" else value), files[j], lines[j]])
+
     def tally(self) -> dict:
         """The counts as plain data: {"expectations": [[evaluated, missing, unexpected, examples]...], "type": [...]}."""
-        return {"expectations": [[*c, x] for c, x in zip(self.counts, self.examples)],
-                "type": [self.types.evaluated, self.types.missing, self.types.unexpected, self.types.examples],
+        examples = [[x for _, x in sorted(found, key=lambda s: s[0])] for found in self.examples]
+        type_examples = [x for _, x in sorted(self.type_examples, key=lambda s: s[0])]
+        return {"expectations": [[*c, x] for c, x in zip(self.counts, examples)],
+                "type": [self.types.evaluated, self.types.missing, self.types.unexpected, type_examples],
                 "rejected": self.rejected}
+
+
+def _first(found: list, seq: int, example: list) -> None:
+    """Keeps `example` if it is among the first EXAMPLES by read order."""
+    if len(found) < EXAMPLES:
+        found.append((seq, example))
+        return
+    last = max(range(len(found)), key=lambda k: found[k][0])
+    if seq < found[last][0]:
+        found[last] = (seq, example)
+
+
+def _guarded(values: dict, guard: tuple) -> list[bool] | None:
+    """Per row, whether the expectation's row condition holds (its optional parents are
+    present); None without a condition."""
+    if not guard:
+        return None
+    parents = [values[g] for g in guard]
+    return [all(p[j] is not None for p in parents) for j in range(len(parents[0]))]
+
+
+def _typed_test(test: Callable[[Any], bool], typed: Callable[[Any], Any] | None) -> Callable[[Any], bool]:
+    return test if typed is None else (lambda v: test(typed(v)))
+
+
+def compile_test(e: Expectation) -> Callable[[Any], bool] | None:
+    """The condition a non-null value breaks `e` under, as one function (the same condition
+    `compile_checks` writes into a row's check); None for a kind without one."""
+    kind = KINDS[e.type]
+    code = _Code()
+    test = kind.unexpected(e, "v", code) if kind.unexpected else None
+    if test is None:
+        return None
+    namespace = dict(code.constants)
+    exec(f"def test(v):\n    return {test}", namespace)  # noqa: S102 - our own generated source
+    return namespace["test"]
 
 
 def merge_tallies(tallies: list[dict], size: int) -> tuple[list[Counts], Counts, int]:

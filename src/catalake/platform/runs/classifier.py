@@ -16,6 +16,9 @@ tasks, one per piece of the day's files, and the executors do the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import gc
+from contextlib import contextmanager
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
@@ -38,7 +41,6 @@ from ..schemas.coverage import uncompiled
 from ..schemas.languages import BY_FAMILY as LANGUAGES
 from ..schemas.payload import compile_payload
 from ..schemas.validators import (
-    ENDLESS_REF,
     MAX_ERRORS,
     ValidatorSpec,
     jsonschema_rule,
@@ -51,6 +53,7 @@ from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, DeadLetterRow
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable
+from .bulk import Bulk
 from .plan import Plan
 from .taskio import TaskOutput, TaskResult, remove_dead_spills
 
@@ -83,6 +86,30 @@ def _attribute(name: str, kind: str) -> Callable[[Record], Any]:
     return lambda rec: rec.attrs.get(name)
 
 
+def _getter(source: tuple, declared: set, ingested) -> Callable[[Record, Match], Any] | None:
+    """One column's value from a record and its match (None: filled in per record)."""
+    kind = source[0]
+    if kind == "other_attributes":
+        return lambda rec, m: {k: v for k, v in rec.attrs.items() if k not in declared}
+    if kind == "protocol":
+        return lambda rec, m: rec.protocol
+    if kind == "protocol_metadata":
+        return lambda rec, m: rec.metadata_map()
+    if kind == "binding":
+        column = source[1]
+        return lambda rec, m: rec.metadata(column) if rec.binding is not None and column in rec.binding.columns else None
+    if kind == "ingested_at":
+        return lambda rec, m: ingested
+    if kind == "placeholder":
+        return lambda rec, m, p=source[1]: m.placeholders.get(p)
+    if kind == "attribute":
+        get = _attribute(source[1], source[2])
+        return lambda rec, m: get(rec)
+    if kind == "dropped":
+        return lambda rec, m: None
+    return None  # data and lineage
+
+
 class TableSpec:
     """How a matched record becomes a row of one table."""
 
@@ -110,36 +137,29 @@ class TableSpec:
         placeholders = {f"placeholder_{n}": n for n in named}
         binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
         ingested = plan.ingested_at
-        getters: list[Callable] = []
-        names = []
+        sources = []  # per column, where its value comes from (both paths read this)
         for f in table.schema.fields:
             name = f.name
             if name == PARTITION_COLUMN:
                 continue  # a partition value, not stored in the files
-            names.append(name)
-            if name == "data":
-                getters.append(None)
-            elif name == "other_attributes":
-                getters.append(lambda rec, m, d=declared: {k: v for k, v in rec.attrs.items() if k not in d})
-            elif name == "protocol":
-                getters.append(lambda rec, m: rec.protocol)
-            elif name == "protocol_metadata":
-                getters.append(lambda rec, m: rec.metadata_map())
+            if name in ("data", "other_attributes", "protocol", "protocol_metadata"):
+                source: tuple = (name,)
             elif name in binding_columns and name not in named:
-                column = binding_columns[name]
-                getters.append(lambda rec, m, c=column: rec.metadata(c) if rec.binding is not None and c in rec.binding.columns else None)
-            elif name in ("source_file", "source_line", "source_fields"):
-                getters.append(None)  # lineage, filled in per record
-            elif name == "ingested_at":
-                getters.append(lambda rec, m: ingested)
+                source = ("binding", binding_columns[name])
+            elif name in ("source_file", "source_line", "source_fields", "ingested_at"):
+                source = (name,)
             elif name in placeholders or (name in named and name not in declared):
-                getters.append(lambda rec, m, p=placeholders.get(name, name): m.placeholders.get(p))
+                source = ("placeholder", placeholders.get(name, name))
             elif name in declared:
                 decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}
-                get = _attribute(name, str(decl.get("type", "string")).lower())
-                getters.append(lambda rec, m, g=get: g(rec))
+                source = ("attribute", name, str(decl.get("type", "string")).lower())
             else:  # a column an older catalog version added: kept, null from now on
-                getters.append(lambda rec, m: None)
+                source = ("dropped",)
+            sources.append((name, source))
+        self.sources = sources
+        self.declared = declared
+        names = [name for name, _ in sources]
+        getters = [_getter(source, declared, ingested) for _, source in sources]
         self.names = names
         self.getters = getters
         self.data_index = names.index("data")
@@ -164,8 +184,8 @@ class TableSpec:
         through a keyword not compiled exactly (`coverage.uncompiled`), but for the ones `native`
         already names."""
         errors = schema_errors(self.jsonschema, value)
-        if errors is None:
-            return [ENDLESS_REF]
+        if isinstance(errors, tuple):  # the schema cannot finish: every record it is asked about says why
+            return [errors]
         seen = {rule for rule, _ in native}
         found = []
         for e in errors:
@@ -202,6 +222,31 @@ class Checked:
         return not (self.undecodable or self.type_errors or self.failed)
 
 
+@contextmanager
+def _few_collections():
+    """Python's cyclic collector runs a thousand times less often while a task runs: the batch
+    path holds thousands of parsed records (acyclic JSON values), which every collection would
+    traverse again (a fifth of a task's time at the default threshold)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 100_000), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+
+
+@dataclass
+class Outcome:
+    """What a record is (Classifier.decide): a row of its table (`reason` None) or a dead letter."""
+
+    reason: str | None
+    detail: str | None
+    rec: Record | None = None
+    candidates: list[str] | None = None
+    broken: list[str] | None = None
+    checked: Checked | None = None  # a matched record's typed row, kept or not
+
+
 class Classifier:
     """The catalog compiled for one run: landed records in, table files out."""
 
@@ -213,6 +258,7 @@ class Classifier:
         self.deadletter_schema = arrow_schema(DEADLETTER_SCHEMA, exclude=(PARTITION_COLUMN,))
         self.last_table: str | None = None  # the table the last row went to
         self.writes_deadletter = plan.write is None or DEADLETTER_TABLE in plan.write
+        self.seq = 0  # the read order of the record being classified (the suites' examples keep the first)
         self.source(None, None)
 
     def source(self, source_file: str | None, fields) -> None:
@@ -246,7 +292,8 @@ class Classifier:
     # -- one task
     def run(self, task: str, pieces: Sequence[Piece]) -> TaskResult:
         """Classify the records of one task's pieces and write their tables' files (`task`
-        names the files: task number and attempt)."""
+        names the files: task number and attempt). The ordinary records are decided in bulk
+        (bulk.py) unless the plan says otherwise; every other one record by record."""
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
                 shown = self.source_file(piece)
@@ -254,7 +301,8 @@ class Classifier:
                 for line, raw in read_piece(piece):
                     yield shown, line, raw
 
-        return self._task(task, records(), self.classify)
+        bulk = Bulk(self) if self.plan.batch else None
+        return self._task(task, records(), self.classify if bulk is None else partial(self.take, bulk), bulk)
 
     def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
         """Dead-letter rows of a day classified again (replay.py): a row of a reason the catalog
@@ -277,19 +325,30 @@ class Classifier:
         result.moved = moved
         return result
 
-    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable) -> TaskResult:
+    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable, bulk: Bulk | None = None) -> TaskResult:
         self.result = result = TaskResult()
         for spec in self.specs.values():
             spec.suite.reset()
-        with TaskOutput(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}") as self.output:
-            for source_file, line, raw in records:
+        with _few_collections(), TaskOutput(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}") as self.output:
+            for seq, (source_file, line, raw) in enumerate(records):
+                self.seq = seq
                 result.records += 1
                 result.per_file[source_file] = result.per_file.get(source_file, 0) + 1
                 handle(source_file, line, raw)
                 self.output.bound()
+            if bulk is not None:
+                bulk.flush()
             result.files = self.output.write()  # one Parquet file per table the task fed
         result.tallies = {spec.name: spec.suite.tally() for spec in self.specs.values() if spec.suite.used}
         return result
+
+    def add_rows(self, name: str, schema: pa.Schema, rows: pa.RecordBatch) -> None:
+        """A batch of rows the batch path kept."""
+        self.result.rows[name] = self.result.rows.get(name, 0) + rows.num_rows
+        self.output.add_batch(name, schema, rows)
+
+    def kept_in_bulk(self, count: int) -> None:
+        self.result.batched += count
 
     def _add(self, name: str, schema: pa.Schema, values: list) -> None:
         self.last_table = name  # where the record just classified went (replay counts the moves)
@@ -310,6 +369,23 @@ class Classifier:
             attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [], self.fields,
         ))
 
+    def take(self, bulk: Bulk, source_file: str, line: int, raw) -> None:
+        """One landed record, offered to the batch path once read (strictjson `first_reading`:
+        the batch completes the strict reading, `suspects`)."""
+        value = strictjson.first_reading(raw) if type(raw) is bytes else strictjson.NOT_SURE
+        if value is strictjson.NOT_SURE:
+            self.classify(source_file, line, raw)
+            return
+        obj = self.landed(value, line)
+        if bulk.take(obj, source_file, line, raw, self.seq, self.fields):
+            return
+        try:
+            strictjson.checked(raw, value)
+        except strictjson.NotJson as exc:
+            self.deadletter(exc.reason, exc.detail, source_file, line, raw)
+            return
+        self.classify_parsed(obj, source_file, line, raw)
+
     def classify(self, source_file: str, line: int, raw) -> None:
         if isinstance(raw, TooLarge):
             self.deadletter("record_too_large", f"the record has {raw.size} bytes; the limit is {MAX_RECORD_BYTES} "
@@ -326,6 +402,9 @@ class Classifier:
         except strictjson.NotJson as exc:
             self.deadletter(exc.reason, exc.detail, source_file, line, raw)
             return
+        self.classify_parsed(obj, source_file, line, raw)
+
+    def classify_parsed(self, obj, source_file: str, line: int, raw) -> None:
         batch = batch_events(obj)
         if batch is None:
             self.classify_object(obj, source_file, line, raw)
@@ -339,43 +418,50 @@ class Classifier:
                 self.classify_object(event, source_file, line, orjson.dumps(event))
 
     def classify_object(self, obj, source_file: str, line: int, raw) -> None:
+        outcome = self.decide(obj, source_file, line)
+        if outcome.reason is None:
+            spec, checked = outcome.checked.spec, outcome.checked
+            spec.suite.kept(checked.row, source_file, line)
+            if self.writes(spec.name):
+                self._add(spec.name, spec.schema, checked.values)
+        else:
+            self.deadletter(outcome.reason, outcome.detail, source_file, line, raw, outcome.rec, outcome.candidates, outcome.broken)
+
+    def decide(self, obj, source_file: str, line: int) -> "Outcome":
+        """What one parsed landed record is: its table's row, or a dead letter and why. The one
+        decision of the per-record path: classify, the replay and the rows GX is compared with
+        (`matched_rows`) all take it from here."""
         rec = normalize(obj)
         fault = record_fault(rec, self.matcher.takes_plain)
         if fault is not None:
-            self.deadletter(*fault, source_file, line, raw, rec)
-            return
+            return Outcome(*fault, rec)
         m = self.matcher.match(rec)
         candidates = [d.xid for d in m.candidates]
         try:
             if m.status == MatchStatus.AMBIGUOUS:
                 m = self.resolve(rec, m)
             if m.status != MatchStatus.MATCHED:
-                self.unmatched(rec, m, source_file, line, raw)
-                return
+                return self.unmatched(rec, m)
             checked = self.typed(rec, m, source_file, line)
         except PatternTimeout as exc:  # a backtracking pattern over its budget: this record, never the task
             if m.status == MatchStatus.MATCHED:
                 self.spec(m.winner.idx).suite.rejected += 1
-            self.deadletter("pattern_timeout", str(exc), source_file, line, raw, rec, candidates)
-            return
+            return Outcome("pattern_timeout", str(exc), rec, candidates)
         spec = checked.spec
-        if not checked.kept:
-            spec.suite.rejected += 1
+        if checked.kept:
+            return Outcome(None, None, rec, candidates, checked=checked)
+        spec.suite.rejected += 1
         if checked.undecodable:
-            self.deadletter("malformed_payload", rec.payload_error or "the payload cannot be decoded", source_file, line, raw, rec, candidates)
-        elif not checked.kept:
-            detail, broken = failure_detail(checked.type_errors, checked.failed, MAX_ERRORS)
-            self.deadletter("schema_violation", detail, source_file, line, raw, rec, candidates, broken)
-        else:
-            spec.suite.kept(checked.row, source_file, line)
-            if self.writes(spec.name):
-                self._add(spec.name, spec.schema, checked.values)
+            return Outcome("malformed_payload", rec.payload_error or "the payload cannot be decoded", rec, candidates, checked=checked)
+        detail, broken = failure_detail(checked.type_errors, checked.failed, MAX_ERRORS)
+        return Outcome("schema_violation", detail, rec, candidates, broken, checked)
 
     def typed(self, rec: Record, m: Match, source_file: str, line: int, counted: bool = True) -> "Checked":
         """A matched record as its table's row, typed as GX would see it (a value of the wrong
         kind is null), with the ERROR expectations it fails: what the table gets if it is kept.
         Not `counted`: the suite's tallies are left as they were (a candidate it did not go to)."""
         spec = self.spec(m.winner.idx)
+        spec.suite.seq = self.seq
         value, undecodable = spec.source(rec)
         type_errors: list = []
         data = spec.payload(value, type_errors)
@@ -403,33 +489,24 @@ class Classifier:
                     obj = self.landed(strictjson.loads(raw), line)
                 except strictjson.NotJson:
                     continue
-                for rec in map(normalize, batch_events(obj) or [obj]):
-                    if record_fault(rec, self.matcher.takes_plain) is not None:
-                        continue
-                    m = self.matcher.match(rec)
-                    try:
-                        m = self.resolve(rec, m) if m.status == MatchStatus.AMBIGUOUS else m
-                        if m.status != MatchStatus.MATCHED:
-                            continue
-                        checked = self.typed(rec, m, shown, line)
-                    except PatternTimeout:
-                        continue  # a pattern_timeout dead letter: GX never sees its row either
-                    out.setdefault(checked.spec.name, []).append(checked)
+                for event in batch_events(obj) or [obj]:
+                    checked = self.decide(event, shown, line).checked
+                    if checked is not None:  # a pattern_timeout dead letter has none: GX never sees its row either
+                        out.setdefault(checked.spec.name, []).append(checked)
         return out
 
-    def unmatched(self, rec: Record, m: Match, source_file: str, line: int, raw) -> None:
+    def unmatched(self, rec: Record, m: Match) -> "Outcome":
         candidates = [d.xid for d in m.candidates]
         if m.status == MatchStatus.MISSING:
             names = ", ".join(dict.fromkeys(k.split(":", 1)[1] for k in m.missing))
-            self.deadletter("missing_required_attribute", f"missing: {names}", source_file, line, raw, rec, candidates)
-        elif m.status == MatchStatus.AMBIGUOUS:
-            self.deadletter("ambiguous", m.detail or "several definitions match", source_file, line, raw, rec, candidates)
-        elif m.status == MatchStatus.REJECTED:
-            self.deadletter("schema_violation", m.detail, source_file, line, raw, rec, candidates, self.broken_by_each(rec, m))
-        else:
-            detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
-                      f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
-            self.deadletter("no_match", detail, source_file, line, raw, rec, candidates)
+            return Outcome("missing_required_attribute", f"missing: {names}", rec, candidates)
+        if m.status == MatchStatus.AMBIGUOUS:
+            return Outcome("ambiguous", m.detail or "several definitions match", rec, candidates)
+        if m.status == MatchStatus.REJECTED:
+            return Outcome("schema_violation", m.detail, rec, candidates, self.broken_by_each(rec, m))
+        detail = (f"no definition matches type={rec.attrs.get('type') if rec.attrs else None or '-'}"
+                  f" protocol={rec.protocol or '-'} address={rec.address or '-'}")
+        return Outcome("no_match", detail, rec, candidates)
 
     def broken_by_each(self, rec: Record, m: Match) -> list[str]:
         """The expectations each of several candidates finds broken by a record none of them

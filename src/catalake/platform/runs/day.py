@@ -55,6 +55,7 @@ def classify_partition(
     local_bytes: int = 0,
     layout: str = "day",
     target_file_bytes: int = TARGET_FILE_BYTES,
+    batch: bool = True,
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify and write one day. `only`: table names to write (a subset run); None = all,
@@ -65,7 +66,7 @@ def classify_partition(
     clock = time.perf_counter()
     landing = check_root(landing)  # the root, opened once: what follows asks its fields
     plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=only, strict=strict,
-                    storage=uris.storage_environment(), landing=landing.uri)
+                    storage=uris.storage_environment(), landing=landing.uri, batch=batch)
     where = layouts.parse(layout)
     listing = list_day(landing, day, where)
     files = listing.files

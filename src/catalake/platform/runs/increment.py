@@ -43,6 +43,7 @@ def classify_increment(
     ingested_at: dt.datetime | None = None,
     local_bytes: int = 0,
     layout: str = "day",
+    batch: bool = True,
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify what landed for `day` since its last run and append it to the tables: new files
@@ -62,12 +63,12 @@ def classify_increment(
     if why is not None:
         progress(f"{day}: a full run instead of an increment: {why}")
         result = classify_partition(spark, store, tables, landing, day, strict=strict, ingested_at=ingested_at,
-                                    local_bytes=local_bytes, layout=layout, progress=progress)
+                                    local_bytes=local_bytes, layout=layout, batch=batch, progress=progress)
         result.kind, result.fallback = "full", why
         result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
         return result
     plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=None, strict=strict,
-                    storage=uris.storage_environment(), landing=landing.uri)
+                    storage=uris.storage_environment(), landing=landing.uri, batch=batch)
     if pending is not None:  # a run stopped before it finished: its very pieces again
         progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
         entry = pending

@@ -25,10 +25,11 @@ class Plan:
     # the driver's storage settings (uris.storage_environment), never shown
     storage: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
     landing: str = ""  # the landing root: rows name their file relative to it (`source_file`)
+    batch: bool = True  # ordinary records decided in bulk (bulk.py); False: every record on its own
 
 
 def new_plan(tables: Sequence[MessageTable], warehouse: str, day: dt.date, *, ingested_at: dt.datetime | None,
-             write: Iterable[str] | None, strict: bool, storage: dict, landing: str) -> Plan:
+             write: Iterable[str] | None, strict: bool, storage: dict, landing: str, batch: bool = True) -> Plan:
     """The plan of a new run: a run id of its own, and `ingested_at` now (to the second) when not given."""
     return Plan(
         tables=tuple(tables),
@@ -40,4 +41,5 @@ def new_plan(tables: Sequence[MessageTable], warehouse: str, day: dt.date, *, in
         strict=strict,
         storage=storage,
         landing=landing,
+        batch=batch,
     )

@@ -96,6 +96,14 @@ class TaskOutput:
             self.unconverted -= len(buffer.rows)
             self._held(buffer.to_arrow())
 
+    def add_batch(self, name: str, schema: pa.Schema, rows: pa.RecordBatch) -> None:
+        """Rows already in Arrow (the batch path)."""
+        buffer = self.buffers.get(name)
+        if buffer is None:
+            buffer = self.buffers[name] = Buffer(schema)
+        buffer.batches.append(rows)
+        self._held(rows.nbytes)
+
     def bound(self) -> None:
         """After each record: at most `HELD_ROWS` rows wait as Python values."""
         if self.unconverted >= HELD_ROWS:
@@ -141,6 +149,7 @@ class TaskResult:
     deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
     per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
+    batched: int = 0  # records the batch path decided (kept) on its own; the executor's figure, not reported
 
     def summary(self) -> dict:
         """What crosses back to the driver (as JSON), merged there by `results.Merged`."""

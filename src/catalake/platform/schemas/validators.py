@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Callable, NamedTuple
 
 import orjson
+from referencing.exceptions import Unresolvable
 
 from ..patterns import compile_pattern
 from ..records.record import MISSING
@@ -19,6 +20,7 @@ from .avro import named_type
 
 MAX_ERRORS = 3  # validation errors kept in a dead-letter detail
 ENDLESS_REF = ("data:$ref", "data: the data schema refers to itself without end (a $ref cycle that reads no data)")
+UNRESOLVED_REF = ("data:$ref", "data: a $ref of the data schema points nowhere")
 # jsonschema's keyword -> the rule the native checks and the suite name it by
 NATIVE_RULES = {"minimum": "range", "maximum": "range", "exclusiveMinimum": "range", "exclusiveMaximum": "range",
                 "minLength": "length", "maxLength": "length", "const": "enum", "minItems": "items", "maxItems": "items"}
@@ -92,13 +94,17 @@ def _linear_patterns(cls):
                                               "additionalProperties": additional_properties})
 
 
-def schema_errors(validator, value) -> list | None:
-    """jsonschema's errors for `value`, by path; None when the schema recurses without end
-    (`{"$ref": "#"}` is a valid schema that no validator can finish)."""
+def schema_errors(validator, value) -> list | tuple[str, str]:
+    """jsonschema's errors for `value`, by path; or, when the schema cannot finish, the one
+    (rule, message) that says why: it recurses without end (`{"$ref": "#"}` is a valid schema
+    that no validator can finish), or a `$ref` it reaches points nowhere (the schema's own fault,
+    for every record it is asked about: never the task's)."""
     try:
         return sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except RecursionError:
-        return None
+        return ENDLESS_REF
+    except Unresolvable as exc:
+        return UNRESOLVED_REF[0], f"{UNRESOLVED_REF[1]} ({exc})"
 
 
 def jsonschema_rule(error) -> tuple[str, str]:
@@ -119,8 +125,8 @@ def jsonschema_errors(spec: ValidatorSpec) -> Callable[[Any], list[str]]:
 
     def errors(value) -> list[str]:
         found = schema_errors(validator, value)
-        if found is None:
-            return [ENDLESS_REF[1]]
+        if isinstance(found, tuple):
+            return [found[1]]
         return [f"data{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in found[:MAX_ERRORS]]
 
     return errors

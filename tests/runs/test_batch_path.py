@@ -1,0 +1,217 @@
+"""The batch path (runs/bulk.py) against the per-record path, the referee: the same landed records
+through both give identical rows, dead letters (reason, detail, candidates, expectations) and
+quality tallies (counts and examples). Records are drawn at the edges of each table's schema
+(support/edges.py) for JSON Schema, Avro, Protobuf and JSON Structure definitions written here,
+and for every definition of the public catalogs. Plain Python: the executor's own code reads,
+classifies and writes the Parquet files, which are read back here."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from catalake.platform.catalog import load_catalog
+from catalake.platform.landing.planning import Piece
+from catalake.platform.runs.classifier import Classifier
+from catalake.platform.warehouse.message_tables import message_tables
+from support.edges import envelopes, payloads
+from support.onepass import DAY, record_for
+from support.public_catalogs import VALID
+from support.runs import plan_for
+
+INGESTED = dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)
+SOURCE = "https://edges.example/sites/{site}"
+
+JSON_SCHEMA = {
+    "type": "object", "required": ["name", "amount", "state"], "additionalProperties": True,
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 8, "pattern": "^[a-z]"},
+        "amount": {"type": "number", "minimum": -5, "exclusiveMaximum": 100},
+        "count": {"type": "integer", "minimum": 0, "maximum": 2147483647},
+        "state": {"enum": ["ok", "late"]},
+        "kind": {"const": "k"},
+        "flag": {"type": "boolean"},
+        "at": {"type": "string", "format": "date-time"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+        "scores": {"type": "array", "items": {"type": "number", "minimum": 0}},
+        "inner": {"type": "object", "required": ["x"],
+                  "properties": {"x": {"type": "integer", "maximum": 10}, "y": {"type": "string", "format": "date-time"}}},
+        "free": {"type": "object"},
+    },
+}
+# keywords jsonschema itself decides (coverage.py): every record of the table takes the per-record path
+CLOSED = {"type": "object", "additionalProperties": False, "properties": {
+    "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "n": {"type": "integer"}}}
+AVRO = {
+    "type": "record", "name": "Reading", "namespace": "edges", "fields": [
+        {"name": "device", "type": "string"},
+        {"name": "count", "type": "int"},
+        {"name": "amount", "type": "double"},
+        {"name": "level", "type": {"type": "enum", "name": "Level", "symbols": ["LOW", "HIGH"]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "long"}]}},
+    ],
+}
+STRUCTURE = {
+    "$schema": "https://json-structure.org/meta/core/v0/#", "$id": "https://edges.example/s", "name": "S",
+    "type": "object", "required": ["id"],
+    "properties": {
+        "id": {"type": "string", "maxLength": 5}, "small": {"type": "int8"}, "byte": {"type": "uint8"},
+        "wide": {"type": "int64"}, "price": {"type": "decimal", "precision": 6, "scale": 2},
+        "when": {"type": "datetime"}, "day": {"type": "date"}, "key": {"type": "uuid"},
+        "ratio": {"type": "double", "minimum": 0, "maximum": 1}, "on": {"type": "boolean"},
+        "names": {"type": "array", "items": {"type": "string"}},
+    },
+}
+PROTO = ('syntax = "proto3";\npackage edges;\nmessage Job {\n  string name = 1;\n  int32 pages = 2;\n'
+         '  repeated string tags = 3;\n  double ratio = 4;\n  bool done = 5;\n  Part part = 6;\n}\n'
+         'message Part {\n  int64 size = 1;\n}\n')
+
+
+def catalog() -> dict:
+    def definition(kind: str, fmt: str, schema) -> dict:
+        return {"envelope": "CloudEvents/1.0", "dataschemaformat": fmt, "dataschema": schema,
+                "envelopemetadata": {"type": {"value": f"edges.{kind}"}, "source": {"type": "uritemplate", "value": SOURCE},
+                                     "time": {"required": kind == "Json"}}}
+    return {"specversion": "1.0-rc2", "messagegroups": {"edges": {"messages": {
+        "edges.Json": definition("Json", "JsonSchema/draft-07", JSON_SCHEMA),
+        "edges.Closed": definition("Closed", "JsonSchema/draft-07", CLOSED),
+        "edges.Avro": definition("Avro", "Avro/1.11.1", AVRO),
+        "edges.Structure": definition("Structure", "JsonStructure/1.0", STRUCTURE),
+        "edges.Proto": definition("Proto", "Protobuf/3", PROTO),
+    }}}}
+
+
+def outcome(result, warehouse: Path) -> dict:
+    """What a task left: every table's rows (as sorted JSON), the quality tallies and counts."""
+    rows = {}
+    for table, files in result.files.items():
+        rows[table] = sorted(json.dumps(row, sort_keys=True, default=repr) for f in files
+                             for row in pq.read_table(warehouse / table / f.path).to_pylist())
+    return {"rows": rows, "tallies": result.tallies, "deadletter": result.deadletter, "written": result.rows,
+            "records": result.records, "per_file": result.per_file}
+
+
+
+def both_paths(tables, landed: Path, base: Path) -> tuple[dict, dict]:
+    out = []
+    for batch in (False, True):
+        warehouse = base / ("batch" if batch else "per-record")
+        plan = dataclasses.replace(plan_for(tables, warehouse, DAY, run="diff", ingested_at=INGESTED), batch=batch)
+        result = Classifier(plan).run("1.0", [Piece(str(landed))])
+        out.append({**outcome(result, warehouse), "batched": result.batched})
+    assert out[0].pop("batched") == 0
+    return out[0], out[1]
+
+
+@pytest.fixture(scope="module")
+def edge_tables(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("edges-catalog")
+    (folder / "edges.xreg.json").write_text(json.dumps(catalog()))
+    tables, _ = message_tables(load_catalog([folder]), [folder])
+    return {t.message.xid.rsplit("/", 1)[1]: t for t in tables}
+
+
+def test_every_language_of_the_edge_catalog_has_a_table_the_batch_path_types(edge_tables):
+    from catalake.platform.runs.bulk import BulkTable
+    from catalake.platform.runs.classifier import TableSpec
+
+    plan = plan_for(list(edge_tables.values()), "/nowhere", DAY)
+    eligible = {name: BulkTable(TableSpec(t, plan), INGESTED).eligible for name, t in edge_tables.items()}
+    # jsonschema's own keywords, Avro's timestamp units, JSON Structure's decimals, dates and
+    # string-encoded int64: record by record
+    assert eligible == {"edges.Json": True, "edges.Closed": False, "edges.Avro": False, "edges.Structure": False,
+                        "edges.Proto": True}
+
+
+def _record(table, envelope: dict, payload, n: int) -> dict:
+    kind = table.message.xid.rsplit("/", 1)[1]
+    base = {"specversion": "1.0", "id": f"e{n}", "source": f"https://edges.example/sites/s{n % 3}", "type": kind,
+            "time": "2026-11-20T10:00:00Z", "datacontenttype": "application/json"}
+    record = {**base, **envelope}
+    if payload is not ...:
+        record["data"] = payload
+    return record
+
+
+@st.composite
+def landed_lines(draw, tables):
+    lines = []
+    for n in range(draw(st.integers(1, 30))):
+        table = draw(st.sampled_from(tables))
+        data = table.schema["data"]
+        payload = draw(st.just(...) | payloads(data.dataType, data.metadata))
+        lines.append(json.dumps(_record(table, draw(envelopes({})), payload, n)))
+    # what only a strict reading sees, and a line that is no JSON at all
+    lines += draw(st.lists(st.sampled_from([
+        '{"specversion":"1.0","id":"d","id":"d2","source":"https://edges.example/sites/s","type":"edges.Json","data":{}}',
+        '{"specversion":"1.0","id":"b","source":"https://edges.example/sites/s","type":"edges.Proto","data":{"pages":18446744073709551616}}',
+        '{"specversion":"1.0","id":"u","source":"https://edges.example/sites/s\\u003a","type":"edges.Proto","data":{}}',
+        '{"specversion":"1.0","id":"x","source":"https', "", "[1, 2]", '"text"',
+    ]), max_size=3))
+    return draw(st.permutations(lines))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_records_at_every_schema_keywords_edges_decide_alike_on_both_paths(edge_tables, tmp_path_factory, data):
+    tables = list(edge_tables.values())
+    base = tmp_path_factory.mktemp("diff")
+    landed = base / "landed.jsonl"
+    landed.write_text("\n".join(data.draw(landed_lines(tables), label="lines")) + "\n")
+    per_record, batch = both_paths(tables, landed, base)
+    batch.pop("batched")
+    assert batch == per_record
+
+
+def test_an_ordinary_day_is_decided_in_bulk_with_the_same_rows(edge_tables, tmp_path):
+    """The ordinary case: clean records of every eligible table, many per group, a few bad ones."""
+    tables = [edge_tables["edges.Json"], edge_tables["edges.Proto"]]
+    lines = []
+    for n in range(3000):
+        if n % 2:
+            payload = {"name": f"p{n}", "pages": n, "tags": ["a", "b"], "ratio": n / 7, "done": n % 3 == 0, "part": {"size": n}}
+            record = _record(tables[1], {}, payload, n)
+        else:
+            payload = {"name": "a" + str(n % 50)[:5], "amount": (n % 90) - 2.5 if n % 98 else 500, "state": "ok" if n % 5 else "late",
+                       "tags": ["x", "y"], "inner": {"x": n % 11}, "at": "2026-11-20T10:00:00.5+01:00"}
+            record = _record(tables[0], {"subject": f"s{n}"} if n % 4 else {"ext": n}, payload, n)
+        lines.append(json.dumps(record))
+    (tmp_path / "day.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths(tables, tmp_path / "day.jsonl", tmp_path)
+    assert batch.pop("batched") > 2000  # decided in bulk, with the same outcome
+    assert batch == per_record
+    assert per_record["deadletter"]["schema_violation"] > 0 and sum(per_record["written"].values()) > 2000
+
+
+PUBLIC = [path for path, _, _ in VALID]
+
+
+# no shrinking: a failure names its catalog and records, and these catalogs are wide
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(data=st.data())
+@pytest.mark.parametrize("path", PUBLIC, ids=[p.rsplit("/", 1)[1] for p in PUBLIC])
+def test_the_public_catalogs_records_decide_alike_on_both_paths(shared_data, tmp_path_factory, path, data):
+    catalog = load_catalog([shared_data / path])
+    tables, _ = message_tables(catalog, [shared_data / path.split("/")[0]])
+    if not tables:
+        return
+    lines = []
+    for n, table in enumerate(tables * 3):
+        data_type = table.schema["data"]
+        payload = data.draw(payloads(data_type.dataType, data_type.metadata), label=table.message.xid)
+        lines.append(json.dumps(record_for(table.message, payload, n)))
+    base = tmp_path_factory.mktemp("public")
+    (base / "landed.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths(tables, base / "landed.jsonl", base)
+    batch.pop("batched")
+    assert batch == per_record
