@@ -34,3 +34,31 @@ def test_json_that_is_not_strict_is_refused_with_its_reason(text, reason, detail
     with pytest.raises(strictjson.NotJson) as refused:
         strictjson.loads(text)
     assert refused.value.reason == reason and detail in refused.value.detail
+
+
+BATCH = [
+    b'{"a":1,"b":[1,2.5,"x:y",{"c":null}]}',  # compact: written back the same
+    b'{ "a" : { "b" : 1 } , "t": "10:00:00" }',
+    b'{"a":1,"a":2}',  # a duplicate key
+    b'{"a": 18446744073709551616}',  # beyond 64 bits
+    b'{"a": 18446744073709551615, "c": 1e+30}',  # the edge, and a float written as e+
+    b'{"a": "\\u003a"}',  # an escaped colon
+    b'{"a":' + b'[' * 127 + b']' * 127 + b'}',  # 128 levels
+    b'{"a":' + b'[' * 128 + b']' * 128 + b'}',  # 129 levels
+    b'[' * 64 + b']' * 64,
+]
+
+
+@pytest.mark.parametrize("start", range(len(BATCH)))
+def test_a_batch_is_suspect_where_one_text_of_it_may_be_refused(start):
+    """`suspects` over a batch names every text the exact reading refuses (and may name more:
+    those are read exactly), whatever the texts around it."""
+    texts = BATCH[start:] + BATCH[:start]
+    values = [strictjson.first_reading(t) for t in texts]
+    suspect = set(strictjson.suspects(texts, values))
+    for i, text in enumerate(texts):
+        try:
+            strictjson.checked(text, values[i])
+        except strictjson.NotJson:
+            assert i in suspect, text
+    assert strictjson.suspects(texts[:1], values[:1]) == ([] if start in (0, 1, 6, 8) else [0])

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.landing.planning import Piece
+from catalake.platform.runs import bulk
 from catalake.platform.runs.classifier import Classifier
 from catalake.platform.warehouse.message_tables import message_tables
 from support.edges import envelopes, payloads
@@ -72,9 +73,31 @@ STRUCTURE = {
         "names": {"type": "array", "items": {"type": "string"}},
     },
 }
+# the same languages with only what the batch path types by column
+AVRO_PLAIN = {"type": "record", "name": "Plain", "namespace": "edges", "fields": [
+    f for f in AVRO["fields"] if f["name"] != "at"]}
+STRUCTURE_PLAIN = {**STRUCTURE, "name": "P", "properties": {
+    k: v for k, v in STRUCTURE["properties"].items() if k not in ("wide", "price", "day")}}
 PROTO = ('syntax = "proto3";\npackage edges;\nmessage Job {\n  string name = 1;\n  int32 pages = 2;\n'
          '  repeated string tags = 3;\n  double ratio = 4;\n  bool done = 5;\n  Part part = 6;\n}\n'
          'message Part {\n  int64 size = 1;\n}\n')
+
+
+# a payload each table keeps; records drawn from these change one member at a time
+KEPT = {
+    "edges.Json": {"name": "ab", "amount": 99.5, "count": 3, "state": "ok", "kind": "k", "flag": True,
+                   "at": "2026-11-20T10:00:00Z", "tags": ["a"], "scores": [0, 1.5], "inner": {"x": 10}, "free": {"q": [1]}},
+    "edges.Closed": {"tags": ["a", "b"], "n": 1},
+    "edges.Avro": {"device": "d", "count": 1, "amount": 1.5, "level": "LOW", "tags": [], "at": 1700000000000,
+                   "note": None, "inner": {"x": 1}},
+    "edges.AvroPlain": {"device": "d", "count": 1, "amount": 1.5, "level": "HIGH", "tags": ["t"], "note": "n", "inner": {"x": 1}},
+    "edges.Structure": {"id": "a", "small": -128, "byte": 255, "wide": "9007199254740993", "price": "12.50",
+                        "when": "2026-11-20T10:00:00Z", "day": "2026-11-20", "key": "0e2a8f4c-1d3b-4f5a-9c6d-7e8f9a0b1c2d",
+                        "ratio": 1, "on": False, "names": ["x"]},
+    "edges.StructurePlain": {"id": "abcde", "small": 127, "byte": 0, "when": "2026-11-20T10:00:00.123456+02:00",
+                             "key": "0e2a8f4c-1d3b-4f5a-9c6d-7e8f9a0b1c2d", "ratio": 0.5, "on": True, "names": []},
+    "edges.Proto": {"name": "n", "pages": 2147483647, "tags": ["a"], "ratio": 0.25, "done": True, "part": {"size": 5}},
+}
 
 
 def catalog() -> dict:
@@ -87,6 +110,8 @@ def catalog() -> dict:
         "edges.Closed": definition("Closed", "JsonSchema/draft-07", CLOSED),
         "edges.Avro": definition("Avro", "Avro/1.11.1", AVRO),
         "edges.Structure": definition("Structure", "JsonStructure/1.0", STRUCTURE),
+        "edges.AvroPlain": definition("AvroPlain", "Avro/1.11.1", AVRO_PLAIN),
+        "edges.StructurePlain": definition("StructurePlain", "JsonStructure/1.0", STRUCTURE_PLAIN),
         "edges.Proto": definition("Proto", "Protobuf/3", PROTO),
     }}}}
 
@@ -113,6 +138,15 @@ def both_paths(tables, landed: Path, base: Path) -> tuple[dict, dict]:
     return out[0], out[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def every_group_a_batch():
+    """Here a group of any size is a batch (a real task leaves groups too small to repay one to
+    the per-record path, `bulk.SMALLEST_BATCH`): the draws are a few records a table."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bulk, "SMALLEST_BATCH", 1)
+        yield
+
+
 @pytest.fixture(scope="module")
 def edge_tables(tmp_path_factory):
     folder = tmp_path_factory.mktemp("edges-catalog")
@@ -130,7 +164,7 @@ def test_every_language_of_the_edge_catalog_has_a_table_the_batch_path_types(edg
     # jsonschema's own keywords, Avro's timestamp units, JSON Structure's decimals, dates and
     # string-encoded int64: record by record
     assert eligible == {"edges.Json": True, "edges.Closed": False, "edges.Avro": False, "edges.Structure": False,
-                        "edges.Proto": True}
+                        "edges.AvroPlain": True, "edges.StructurePlain": True, "edges.Proto": True}
 
 
 def _record(table, envelope: dict, payload, n: int) -> dict:
@@ -144,12 +178,26 @@ def _record(table, envelope: dict, payload, n: int) -> dict:
 
 
 @st.composite
+def one_member_off(draw, table):
+    """The table's kept payload with one member at its edge (or gone), or as it is."""
+    kept = dict(KEPT[table.message.xid.rsplit("/", 1)[1]])
+    fields = {f.metadata.get("catalake.wire", f.name): f for f in table.schema["data"].dataType.fields}
+    name = draw(st.sampled_from(sorted(fields)))
+    change = draw(st.sampled_from(["edge", "edge", "edge", "gone", "same"]))
+    if change == "edge":
+        kept[name] = draw(payloads(fields[name].dataType, fields[name].metadata))
+    elif change == "gone":
+        kept.pop(name, None)
+    return kept
+
+
+@st.composite
 def landed_lines(draw, tables):
     lines = []
     for n in range(draw(st.integers(1, 30))):
         table = draw(st.sampled_from(tables))
         data = table.schema["data"]
-        payload = draw(st.just(...) | payloads(data.dataType, data.metadata))
+        payload = draw(st.just(...) | payloads(data.dataType, data.metadata) | one_member_off(table))
         lines.append(json.dumps(_record(table, draw(envelopes({})), payload, n)))
     # what only a strict reading sees, and a line that is no JSON at all
     lines += draw(st.lists(st.sampled_from([
@@ -171,6 +219,26 @@ def test_records_at_every_schema_keywords_edges_decide_alike_on_both_paths(edge_
     per_record, batch = both_paths(tables, landed, base)
     batch.pop("batched")
     assert batch == per_record
+
+
+def test_the_kept_payloads_are_kept_and_decided_in_bulk(edge_tables, tmp_path):
+    tables = list(edge_tables.values())
+    lines = [json.dumps(_record(t, {}, KEPT[name], n)) for n, (name, t) in enumerate(sorted(edge_tables.items()))]
+    (tmp_path / "kept.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths(tables, tmp_path / "kept.jsonl", tmp_path)
+    assert batch.pop("batched") == 4  # Json, AvroPlain, StructurePlain, Proto
+    assert batch == per_record and per_record["deadletter"] == {} and len(per_record["rows"]) == len(KEPT)
+
+
+def test_a_group_too_small_for_a_batch_goes_one_by_one(edge_tables, tmp_path, monkeypatch):
+    monkeypatch.setattr(bulk, "SMALLEST_BATCH", 32)
+    table = edge_tables["edges.Proto"]
+    lines = [json.dumps(_record(table, {}, KEPT["edges.Proto"], n)) for n in range(30)]
+    lines.append('{"specversion":"1.0","id":"d","id":"e","source":"https://edges.example/sites/s","type":"edges.Proto","data":{}}')
+    (tmp_path / "few.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths([table], tmp_path / "few.jsonl", tmp_path)
+    assert batch.pop("batched") == 0
+    assert batch == per_record and per_record["deadletter"] == {"malformed_json": 1}
 
 
 def test_an_ordinary_day_is_decided_in_bulk_with_the_same_rows(edge_tables, tmp_path):

@@ -288,10 +288,10 @@ class SuiteCheck:
             column, ok = values[e.path], _guarded(values, e.guard)
             if KINDS[e.type].nulls_unexpected:
                 found = [i for i, v in enumerate(column) if v is None] if None in column else []
-            elif test is not None:
-                found = failing(column, _typed_test(test, typed.get(e.path)))
-            else:
+            elif test is None or (e.path not in typed and _surely_met(e, column)):
                 continue
+            else:
+                found = failing(column, _typed_test(test, typed.get(e.path)))
             broken.update(i for i in found if ok is None or ok[i])
         return broken
 
@@ -340,6 +340,29 @@ def _first(found: list, seq: int, example: list) -> None:
     last = max(range(len(found)), key=lambda k: found[k][0])
     if seq < found[last][0]:
         found[last] = (seq, example)
+
+
+def _surely_met(e: Expectation, column: list) -> bool:
+    """Whether every non-null value of a column meets `e`, judged from the whole column at once
+    (C-level set and min/max over the values): a set of allowed values holding them all, bounds
+    holding the least and the greatest value or length. False: not sure (tested value by value)."""
+    present = [v for v in column if v is not None] if None in column else column
+    if not present:
+        return True
+    try:
+        if e.type == IN_SET:
+            return set(present) <= frozenset(e.kwargs["value_set"])
+        if e.type in (BETWEEN, LENGTHS_BETWEEN):
+            measured = list(map(len, present)) if _by_length(e) else present
+            least, most = min(measured), max(measured)
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (least, most)):
+                return False
+            low, high = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+            return ((low is None or (least > low if e.kwargs.get("strict_min") else least >= low))
+                    and (high is None or (most < high if e.kwargs.get("strict_max") else most <= high)))
+    except TypeError:  # values of kinds that do not compare, unhashable ones: value by value
+        return False
+    return False
 
 
 def _guarded(values: dict, guard: tuple) -> list[bool] | None:

@@ -33,7 +33,11 @@ from ..jsonvalues import as_text, rfc3339
 from ..schemas.columns import Batch, Node, compile_columns, of_kinds, timestamps
 
 GROUP_ROWS = 4096  # a table's waiting records become one batch when it has this many
-HELD_RECORDS = 10_000  # at most this many records of a task wait in groups (the largest go first)
+HELD_RECORDS = 10_000  # at most this many records of a task wait in groups (then every group goes)
+# a batch has a fixed cost (about 0.8 ms: its columns, conversions and counts) that a group this
+# small does not repay: its records go one by one (a record costs 30-40 µs there, about 15 in a
+# batch of hundreds; benchmarks/RESULTS.md, session 21)
+SMALLEST_BATCH = 32
 CACHED_MATCHES = 65_536  # distinct attribute combinations remembered (then forgotten all at once)
 NON_EMPTY, REQUIRED = frozenset(cloudevents.NON_EMPTY), frozenset(cloudevents.REQUIRED)
 JSON_CONTENT = "application/json"  # a structured event's data without datacontenttype (CloudEvents JSON format)
@@ -171,8 +175,7 @@ class Bulk:
         if len(group) >= GROUP_ROWS:
             self.flush(m.winner.idx)
         elif self.held >= HELD_RECORDS:
-            for idx in sorted(self.groups, key=lambda k: -len(self.groups[k]))[:max(1, len(self.groups) // 2)]:
-                self.flush(idx)
+            self.flush()
         return True
 
     def _match(self, obj: dict, key: tuple) -> Match | None:
@@ -192,12 +195,16 @@ class Bulk:
         return m
 
     def flush(self, idx: int | None = None) -> None:
-        """Decides the waiting records of one table (all tables: None)."""
+        """Decides the waiting records of one table (all tables: None); a group too small to
+        repay a batch goes one by one."""
         for i in ([idx] if idx is not None else list(self.groups)):
             group = self.groups.pop(i, None)
             if group:
                 self.held -= len(group)
-                self._decide(self.table(i), group)
+                if len(group) < SMALLEST_BATCH:
+                    self._referee_read(group)
+                else:
+                    self._decide(self.table(i), group)
 
     def _decide(self, table: BulkTable, group: list) -> None:
         c, spec = self.classifier, table.spec
@@ -235,6 +242,20 @@ class Bulk:
                 c.add_rows(spec.name, spec.schema, rows)
         if bad:
             self._referee([group[i] for i in sorted(bad)])
+
+    def _referee_read(self, group: list) -> None:
+        """Records of the group decided one by one, from their strict reading on."""
+        c = self.classifier
+        reading = c.fields
+        for obj, source_file, line, raw, seq, fields, _ in group:
+            c.fields, c.seq = fields, seq
+            try:
+                strictjson.checked(raw, obj)
+            except strictjson.NotJson as exc:
+                c.deadletter(exc.reason, exc.detail, source_file, line, raw)
+                continue
+            c.classify_object(obj, source_file, line, raw)
+        c.fields = reading
 
     def _referee(self, group: list) -> None:
         """The per-record path decides these records, each with its own lineage and read order."""

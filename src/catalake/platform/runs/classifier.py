@@ -376,7 +376,7 @@ class Classifier:
         if value is strictjson.NOT_SURE:
             self.classify(source_file, line, raw)
             return
-        obj = self.landed(value, line)
+        obj = value if self.topic is None else self.landed(value, line)
         if bulk.take(obj, source_file, line, raw, self.seq, self.fields):
             return
         try:
