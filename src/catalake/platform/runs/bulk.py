@@ -202,7 +202,7 @@ class Bulk:
             if group:
                 self.held -= len(group)
                 if len(group) < SMALLEST_BATCH:
-                    self._referee_read(group)
+                    self._referee(group, read=True)
                 else:
                     self._decide(self.table(i), group)
 
@@ -243,25 +243,15 @@ class Bulk:
         if bad:
             self._referee([group[i] for i in sorted(bad)])
 
-    def _referee_read(self, group: list) -> None:
-        """Records of the group decided one by one, from their strict reading on."""
-        c = self.classifier
-        reading = c.fields
-        for obj, source_file, line, raw, seq, fields, _ in group:
-            c.fields, c.seq = fields, seq
-            try:
-                strictjson.checked(raw, obj)
-            except strictjson.NotJson as exc:
-                c.deadletter(exc.reason, exc.detail, source_file, line, raw)
-                continue
-            c.classify_object(obj, source_file, line, raw)
-        c.fields = reading
-
-    def _referee(self, group: list) -> None:
-        """The per-record path decides these records, each with its own lineage and read order."""
+    def _referee(self, group: list, read: bool = False) -> None:
+        """The per-record path decides these records, each with its own lineage and read order
+        (`read`: from their strict reading on, which no batch completed)."""
         c = self.classifier
         reading = c.fields  # the piece being read, while these come from earlier ones
         for obj, source_file, line, raw, seq, fields, _ in group:
             c.fields, c.seq = fields, seq
-            c.classify_object(obj, source_file, line, raw)
+            if read:
+                c.classify_read(obj, obj, source_file, line, raw)
+            else:
+                c.classify_object(obj, source_file, line, raw)
         c.fields = reading

@@ -377,8 +377,12 @@ class Classifier:
             self.classify(source_file, line, raw)
             return
         obj = value if self.topic is None else self.landed(value, line)
-        if bulk.take(obj, source_file, line, raw, self.seq, self.fields):
-            return
+        if not bulk.take(obj, source_file, line, raw, self.seq, self.fields):
+            self.classify_read(value, obj, source_file, line, raw)
+
+    def classify_read(self, value, obj, source_file: str, line: int, raw) -> None:
+        """A record read by `strictjson.first_reading` (`value`, and `obj` as it landed),
+        classified once its strict reading is complete."""
         try:
             strictjson.checked(raw, value)
         except strictjson.NotJson as exc:
