@@ -64,7 +64,7 @@ class BulkTable:
     def decide(self, objs: tuple, matches: tuple, files: tuple, lines: tuple, fields: tuple) -> tuple[pa.RecordBatch, set[int], dict, dict]:
         """The group's rows as one batch, the records it is not sure of, and the typed values by
         path (what the suite tests)."""
-        batch = Batch(len(objs))
+        batch = Batch()
         self._envelope(objs, batch)
         arrays = []
         for (name, source), field in zip(self.spec.sources, self.spec.schema):

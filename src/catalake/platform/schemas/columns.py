@@ -43,8 +43,7 @@ class Batch:
     """What the nodes of one batch report: the records they are not sure of (`bad`), and each
     path's typed values (what the suite's expectations test)."""
 
-    def __init__(self, size: int):
-        self.size = size
+    def __init__(self):
         self.bad: set[int] = set()
         self.values: dict[tuple, list] = {}
         self.typed: dict[tuple, Callable[[Any], Any]] = {}  # path -> its raw value -> typed (date-times)
