@@ -204,10 +204,6 @@ class Counts:
     unexpected: int = 0
     examples: list = field(default_factory=list)  # [value, source_file, source_line]
 
-    def add_example(self, value, source_file: str, source_line: int) -> None:
-        if len(self.examples) < EXAMPLES:
-            self.examples.append([_plain(value), source_file, source_line])
-
     def merge(self, other: "Counts") -> None:
         self.evaluated += other.evaluated
         self.missing += other.missing
