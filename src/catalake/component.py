@@ -16,27 +16,46 @@ the environment's setting (CATALAKE_CATALOG, CATALAKE_LANDING, ...; see `catalak
 (`warehouse: {env: LAKE_URI}`): their resource's field is then an `EnvVar`, resolved by Dagster
 when a run starts and never shown in the UI; a load reads the same variable."""
 
+import asyncio
 import dataclasses
 import os
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from dagster import Definitions, EnvVar
+from dagster import DailyPartitionsDefinition, Definitions, EnvVar, StateBackedComponent
 from dagster.components import (
-    Component,
     ComponentLoadContext,
+    DefsStateConfig,
+    DefsStateConfigArgs,
     Resolvable,
+    ResolvedDefsStateConfig,
     Resolver,
     Scaffolder,
     ScaffoldRequest,
     scaffold_with,
 )
+from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 
 from catalake.defs.catalog.assets import build_catalog_asset, build_catalog_job
-from catalake.defs.catalog.messages import catalog_at_load
+from catalake.defs.catalog.current import build_current_check, build_current_sensor
+from catalake.defs.catalog.state import (
+    LocationState,
+    NoStateWarning,
+    StateKeeper,
+    changed_files,
+    file_keeper,
+    flagged,
+    made_for,
+    make_state,
+    read_state,
+    start_date,
+    state_file,
+    write_state,
+)
 from catalake.defs.drift.assets import build_drift_asset, build_replay_job
-from catalake.defs.events.assets import build_events_asset, daily_partitions
+from catalake.defs.events.assets import build_events_asset, deadletter_at_load
 from catalake.defs.events.jobs import build_events_job
 from catalake.defs.events.schedules import build_daily_schedule
 from catalake.defs.events.sensors import build_landing_sensor
@@ -82,14 +101,19 @@ class CatalakeScaffolder(Scaffolder):
 
 @scaffold_with(CatalakeScaffolder)
 @dataclass
-class CatalakeComponent(Component, Resolvable):
+class CatalakeComponent(StateBackedComponent, Resolvable):
     """An xRegistry message catalog as Dagster assets: the catalog table, a Delta table per message
     definition fed by daily partitioned runs (with a dead-letter table, expectation checks and a
     conservation check), the expectation suites, drift proposals, dbt analytics and maintenance.
 
     Relative paths are taken from the folder of the `defs.yaml`; `{{ project_root }}` names the
     project's. Instances of one project share the `spark` resource: give `spark_conf` on one of
-    them, or the same on each."""
+    them, or the same on each.
+
+    State-backed: a load builds the definitions from the state (defs/catalog/state.py), written by
+    `dg utils refresh-defs-state`, by `dagster dev` and `dg` as they load (unless
+    `defs_state: {refresh_if_dev: false}`), and by a `catalake_job` run whose catalog changed.
+    Without a state the catalog is read as the location loads, and a warning says how to write it."""
 
     catalog: Annotated[str | list[str] | None, Resolver.default(
         description="The xRegistry catalog: a file or a folder, or a list of them (default: CATALAKE_CATALOG)",
@@ -120,6 +144,24 @@ class CatalakeComponent(Component, Resolvable):
         description="The files a person opens: suites, GX docs, the dbt project (default: beside the warehouse)")] = None
     analytics: Annotated[bool, Resolver.default(
         description="The dbt project, its models, the data docs and the analytics job")] = True
+    defs_state: ResolvedDefsStateConfig = field(default_factory=DefsStateConfigArgs.local_filesystem)
+
+    @property
+    def defs_state_config(self) -> DefsStateConfig:
+        return DefsStateConfig.from_args(self.defs_state, default_key=f"CatalakeComponent[{self.state_name}]")
+
+    @property
+    def state_name(self) -> str:
+        """What tells this instance's state from the others' of the project: its key prefix."""
+        return "/".join(self.names.prefix) or "catalake"
+
+    @classmethod
+    def load(cls, attributes, context: ComponentLoadContext) -> "CatalakeComponent":
+        component = super().load(attributes, context)
+        # refreshing the state (`dg utils refresh-defs-state`, a catalog run) is given no context:
+        # relative paths are from the defs.yaml's folder, as when the definitions are built
+        component._folder, component._project_root = context.path, context.project_root
+        return component
 
     @property
     def names(self) -> Names:
@@ -159,18 +201,55 @@ class CatalakeComponent(Component, Resolvable):
             settings = dataclasses.replace(settings, dbt=settings.local / "dbt" / "_".join(names.prefix))
         return settings
 
-    def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        return self.definitions(context.path)
-
-    def definitions(self, folder: Path | None = None) -> Definitions:
-        """This instance's definitions, relative paths taken from `folder` (default: here)."""
-        settings = self.settings(folder or Path.cwd())
-        r = Configured.from_settings(settings)
+    def configured(self, folder: Path | None = None) -> Configured:
+        """This instance's resources, relative paths taken from `folder` (default: here)."""
+        r = Configured.from_settings(self.settings(folder or Path.cwd()))
         if _variable(self.landing):
             r = dataclasses.replace(r, landing=_with(r.landing, path=EnvVar(_variable(self.landing))))
         if _variable(self.warehouse):
             r = dataclasses.replace(r, warehouse=_with(r.warehouse, path=EnvVar(_variable(self.warehouse))))
-        return build_definitions(settings, analytics=self.analytics, names=self.names, configured=r)
+        return r
+
+    def write_state_to_path(self, state_path: Path) -> None:
+        """The catalog read and checked, its tables derived, the landing's first day listed and,
+        with the analytics, the dbt project prepared and parsed: what every load then reads."""
+        pending = getattr(self, "_pending", None)  # made by a catalog run already
+        if pending is None:
+            previous = read_state(state_path) if state_path.is_file() else None
+            pending = make_state(self.configured(getattr(self, "_folder", None)), self.names, self.analytics,
+                                 prepare_dbt=self.analytics, previous=previous)
+        write_state(state_path, pending)
+
+    def build_defs_from_state(self, context: ComponentLoadContext, state_path: Path | None) -> Definitions:
+        r = self.configured(context.path)
+        state = read_state(state_path)
+        stored = state is not None and state.made_for == made_for(r, self.names)
+        if not stored:
+            state = _without_state(r, self.names, self.analytics,
+                                   f"`dg utils refresh-defs-state --defs-state-key '{self.defs_state_config.key}'`")
+        return definitions_from_state(r, state, self.analytics, self.names, StateKeeper(
+            state, stored, self.analytics, self._store))
+
+    def _store(self, state: LocationState, context) -> str:
+        """A catalog run's new state, stored as Dagster stores this component's (`defs_state`)."""
+        from dagster._core.storage.defs_state.base import set_defs_state_storage  # not exported (1.13)
+
+        config = self.defs_state_config
+        if config.management_type == DefsStateManagementType.LEGACY_CODE_SERVER_SNAPSHOTS:
+            return "kept by the code server: refreshed when it starts"
+        self._pending = state
+        try:
+            with set_defs_state_storage(context.instance.defs_state_storage):
+                version = asyncio.run(self.refresh_state(self._project_root))
+        finally:
+            self._pending = None
+        return f"refreshed: {config.management_type.value}, version {version}"
+
+    def definitions(self, folder: Path | None = None) -> Definitions:
+        """The bundled code location's definitions (definitions.py, no dg project), relative paths
+        taken from `folder` (default: here): its state is a file beside the warehouse
+        (`state_file`), refreshed as the location loads under `dagster dev`."""
+        return build_definitions(analytics=self.analytics, names=self.names, configured=self.configured(folder))
 
 
 def _variable(value) -> str | None:
@@ -205,43 +284,72 @@ def _located(path: str, folder: Path) -> str:
 
 def build_definitions(settings: Settings | None = None, analytics: bool = True, names: Names = DEFAULT,
                       configured: Configured | None = None) -> Definitions:
-    """Everything of the code location (or of one component instance, named by `names`), built
-    from its resources: `configured`, else the ones `settings` say. `analytics=False` leaves out
-    the dbt project, the data docs and their job (`catalake run --no-analytics` does not load them)."""
-    settings = settings or Settings.from_env()
-    r = configured or Configured.from_settings(settings)
-    loaded = catalog_at_load(r.catalog_source)  # read once for every definition built from it
-    partitions = daily_partitions(r, names)
-    events = build_events_asset(r, partitions, loaded, names)
+    """The bundled code location (or one instance of it, named by `names`), built from its
+    resources (`configured`, else the ones `settings` say) and its state file beside the warehouse.
+    `analytics=False` leaves out the dbt project, the data docs and their job (`catalake run
+    --no-analytics` does not load them)."""
+    r = configured or Configured.from_settings(settings or Settings.from_env())
+    path = state_file(r, names)
+    if os.environ.get("DAGSTER_IS_DEV_CLI"):  # as Dagster's state-backed components do under `dagster dev`
+        write_state(path, make_state(r, names, analytics, prepare_dbt=analytics, previous=read_state(path)))
+    state = read_state(path)
+    stored = state is not None and state.made_for == made_for(r, names)
+    if not stored:
+        state = _without_state(r, names, analytics, "A `catalake_job` run (`catalake run`, or from the UI)")
+    return definitions_from_state(r, state, analytics, names, file_keeper(path, state, stored, analytics))
+
+
+def _without_state(configured: Configured, names: Names, analytics: bool, how: str) -> LocationState:
+    """The state made as the location loads (the catalog read now, the dbt manifest a run parsed),
+    never written: a load writes nothing."""
+    warnings.warn(f"catalake{'/'.join(('', *names.prefix))}: no state for this code location yet: the catalog is "
+                  f"read as it loads (seconds at thousands of definitions). {how} writes it.", NoStateWarning,
+                  stacklevel=3)
+    return make_state(configured, names, analytics, prepare_dbt=False)
+
+
+def definitions_from_state(r: Configured, state: LocationState, analytics: bool, names: Names,
+                           keeper: StateKeeper) -> Definitions:
+    """Everything of one instance, from its resources and its state alone (no catalog read, no
+    dbt parse, no landing listed once a day landed)."""
+    changed = changed_files(state, r)
+    specs = state.message_specs
+    if state.error is not None:
+        specs = [flagged(spec, state.error) for spec in specs]
+    partitions = DailyPartitionsDefinition(start_date=start_date(r, state))
+    events = build_events_asset(partitions, specs, deadletter_at_load(state.deadletter_spec, state.error), names)
     events_job = build_events_job(partitions, events, names)
-    assets = [build_catalog_asset(names), build_suites_asset(names), events, build_drift_asset(partitions, names)]
+    assets = [build_catalog_asset(names, keeper, changed), build_suites_asset(names), events,
+              build_drift_asset(partitions, names)]
     maintenance_job = build_maintenance_job(partitions, names)
     jobs = [build_catalog_job(names, analytics), events_job, build_validate_job(partitions, names),
             build_replay_job(partitions, names), maintenance_job]
     resources = {SPARK: r.spark, names.of("warehouse"): r.warehouse, names.of("catalog_source"): r.catalog_source,
                  names.of("landing"): r.landing}
     if analytics:
-        from catalake.defs.analytics.project import build_analytics_job, build_dbt_project_asset, manifest_at_load
+        from catalake.defs.analytics.project import build_analytics_job, build_dbt_project_asset
 
         docs = build_data_docs_asset(partitions, names)
         assets += [build_dbt_project_asset(names), docs]
         analytics_assets = [docs]
-        if manifest_at_load(r, loaded) is not None:  # parsed by a `catalake_job` run: read only
+        if state.manifest is not None and r.warehouse.dbt_dir.is_dir():  # parsed when the state was made
             from catalake.defs.analytics.dbt_assets import build_dbt_assets, dbt_cli, loaded_project
 
             project = loaded_project(r.warehouse)
-            dbt = build_dbt_assets(partitions, project, names)
+            dbt = build_dbt_assets(partitions, project, state.manifest, names)
             assets.append(dbt)
             analytics_assets.insert(0, dbt)
             resources[names.of("dbt")] = dbt_cli(project)
         jobs.append(build_analytics_job(partitions, analytics_assets, names))
     return Definitions(
         assets=assets,
+        asset_checks=[build_current_check(names, state, r, changed)],
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions, names),
                    build_maintenance_schedule(maintenance_job, partitions, names)],
         sensors=[build_landing_sensor(events_job, r, partitions, names),
-                 build_compaction_sensor(events_job, maintenance_job, names)],
+                 build_compaction_sensor(events_job, maintenance_job, names),
+                 build_current_sensor(names, state, r)],
         resources=resources,
         # One Spark session per run: steps share the process instead of each starting a JVM. Leased:
         # a run says which process runs it and beats a heartbeat, so a dead one never holds its day.

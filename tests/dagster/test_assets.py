@@ -1,8 +1,8 @@
 """The Dagster code location: definitions load, the catalog asset materializes, bad catalogs fail cleanly."""
 
-import dataclasses
 import json
 import shutil
+import warnings
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
@@ -157,18 +157,20 @@ def test_failed_error_expectations_block():
     assert check_result(key, SuiteOutcome("m", 10, [fine])).passed
 
 
-def test_loading_writes_nothing_and_reads_what_the_catalog_run_kept(tmp_path, monkeypatch):
-    """The code location is loaded by the webserver, the daemon and every run worker: a load
-    creates no file (no dbt project, no parse, no specs snapshot), before and after a
-    `catalake_job` run. That run keeps what the next loads read: the dbt project's manifest (the
-    analytics models appear), the message specs (shown while the catalog is invalid) and the
-    landing's first day (the first partition, with no listing at load)."""
+def test_a_load_reads_the_state_and_writes_nothing(tmp_path, monkeypatch):
+    """The code location is loaded by the webserver, the daemon, every code server and run worker:
+    a load creates no file, before and after a `catalake_job` run. Before it, the catalog is read as
+    the location loads, with a warning that says how to write the state. That run writes the state
+    (the message specs, the landing's first day, the dbt manifest); the next loads build everything
+    from it: the dbt models appear, the first partition is the state's, and the catalog is not read
+    (a catalog broken on disk still shows the state's assets, and the catalog asset says it changed).
+    Under `dagster dev` a load refreshes the state first, as Dagster's state-backed components do."""
     monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
     landing = tmp_path / "landing"
     (landing / "2026-11-03").mkdir(parents=True)
-    settings = Settings(catalog=(DEMO_CATALOG,), warehouse=tmp_path / "wh", landing=landing)
-    bad = tmp_path / "bad.json"
-    bad.write_text("{ not json")
+    catalog = tmp_path / "catalog"
+    shutil.copytree(DEMO_CATALOG, catalog)
+    settings = Settings(catalog=(catalog,), warehouse=tmp_path / "wh", landing=landing)
 
     def keys(defs, first: str) -> set[str]:
         return {k.to_user_string() for k in defs.get_repository_def().asset_graph.get_all_asset_keys()
@@ -178,25 +180,41 @@ def test_loading_writes_nothing_and_reads_what_the_catalog_run_kept(tmp_path, mo
         return {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
 
     before = files()
-    defs = build_definitions(settings)
+    with pytest.warns(UserWarning, match="no state for this code location yet"):
+        defs = build_definitions(settings)
     assert files() == before  # nothing written, not even the warehouse folder
     assert len(keys(defs, "messages")) == 9 and keys(defs, "events_daily") == set()  # no manifest yet: no dbt model
     assert defs.resolve_job_def("events_job").partitions_def.get_first_partition_key() == "2026-11-03"  # listed
-    assert keys(build_definitions(dataclasses.replace(settings, catalog=(bad,))), "messages") == set()  # none kept
-    assert files() == before
 
     run = defs.resolve_job_def("catalake_job").execute_in_process(instance=DagsterInstance.ephemeral())
     assert run.success
     (kept,) = run.asset_materializations_for_node("message_catalog")
-    assert kept.metadata["landing_first_day"].value == "2026-11-03" and kept.metadata["specs_kept"].value == "written"
+    state = tmp_path / "wh" / "catalog" / "state.json"
+    assert kept.metadata["state"].value == f"written to {state}"
+    assert kept.metadata["landing_first_day"].value == "2026-11-03"
     (project,) = run.asset_materializations_for_node("dbt_project")
     assert "events_daily" in project.metadata["models"].value
 
-    (landing / "2026-11-01").mkdir()  # an earlier day lands: the loads keep the run's first day
+    (landing / "2026-11-01").mkdir()  # an earlier day lands: the loads keep the state's first day
+    for document in catalog.glob("*.json"):
+        document.write_text("{ not json")  # nor is the catalog read
     after = files()
-    defs = build_definitions(settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a state: no warning
+        defs = build_definitions(settings)
     assert files() == after
+    assert len(keys(defs, "messages")) == 9
     assert keys(defs, "events_daily") == {"events_daily"} and defs.resolve_job_def("analytics_job")
     assert defs.resolve_job_def("events_job").partitions_def.get_first_partition_key() == "2026-11-03"
-    invalid = build_definitions(dataclasses.replace(settings, catalog=(bad,)), analytics=False)
-    assert keys(invalid, "messages") == keys(defs, "messages") and files() == after
+    graph = defs.get_repository_def().asset_graph
+    node = graph.get(AssetKey("message_catalog"))
+    assert node.description.startswith("**The catalog changed since this code location's state was made**")
+    assert str(next(catalog.glob("*.json"))) in node.metadata["catalog_changed"]
+    assert {k.name for k in graph.get_check_keys_for_assets({AssetKey("message_catalog")})} == {"state_current"}
+
+    monkeypatch.setenv("DAGSTER_IS_DEV_CLI", "1")  # `dagster dev`: the state is refreshed as the location loads
+    graph = build_definitions(settings).get_repository_def().asset_graph
+    messages = [k for k in graph.get_all_asset_keys() if k.path[0] == "messages"]
+    assert len(messages) == 9  # the last valid catalog's, each saying what is wrong
+    assert graph.get(messages[0]).description.startswith("**The message catalog is invalid")
+    assert not graph.get(AssetKey("message_catalog")).description.startswith("**The catalog changed")

@@ -63,7 +63,7 @@ def test_two_instances_give_disjoint_definitions_sharing_one_spark_resource(tmp_
     assert {s.name for s in defs.schedules} == {f"{p}_{s}" for p in ("bikes", "team_storage")
                                                 for s in ("daily_events_schedule", "maintenance_schedule")}
     assert {s.name for s in defs.sensors} == {f"{p}_{s}" for p in ("bikes", "team_storage")
-                                              for s in ("landing_sensor", "compaction_sensor")}
+                                              for s in ("landing_sensor", "compaction_sensor", "catalog_state_sensor")}
     assert set(defs.resources) == {"spark", *(f"{p}_{r}" for p in ("bikes", "team_storage")
                                               for r in ("warehouse", "catalog_source", "landing"))}
     assert defs.resources["team_storage_landing"].path == str(landing)
@@ -81,9 +81,11 @@ def _run(args: list[str], project: Path, env: dict) -> subprocess.CompletedProce
 @pytest.mark.project
 def test_a_dg_project_with_two_catalogs(tmp_path):
     """The README's "Use catalake in your Dagster project": `dg scaffold defs` twice, one instance
-    on the bundled demo and one on the real Azure Storage catalog and its blob events; `dg check
-    defs` and `dg list defs` see both under their prefixes; `dg launch` materializes each catalog
-    and one day of each, into its own warehouse."""
+    on the bundled demo and one on the real Azure Storage catalog and its blob events (its state
+    not refreshed by `dg`'s loads: `refresh_if_dev: false`); `dg utils refresh-defs-state` writes
+    each instance's state; a load then writes nothing; `dg check defs` and `dg list defs` see both
+    under their prefixes; `dg launch` materializes each catalog and one day of each, into its own
+    warehouse."""
     project = tmp_path / "teams"
     (project / "src" / "teams" / "defs").mkdir(parents=True)
     (project / "pyproject.toml").write_text(
@@ -108,7 +110,20 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
     assert 'warehouse: "{{ project_root }}/warehouse/bikes"' in scaffolded
     storage_yaml = project / "src" / "teams" / "defs" / "storage" / "defs.yaml"
     storage_yaml.write_text(storage_yaml.read_text().replace(
-        "  # catalog:", f"  catalog: {catalog}\n  landing: {landing}\n  start_date: '{DAY}'\n  # catalog:"))
+        "  # catalog:", f"  catalog: {catalog}\n  landing: {landing}\n  start_date: '{DAY}'\n"
+        "  defs_state:\n    management_type: LOCAL_FILESYSTEM\n    refresh_if_dev: false\n  # catalog:"))
+
+    _run([dg, "utils", "refresh-defs-state"], project, env)
+    states = project / "src" / "teams" / "defs" / ".local_defs_state"
+    for key in ("CatalakeComponent__bikes__", "CatalakeComponent__storage__"):
+        state = json.loads((states / key / "state").read_text())
+        assert state["specs"] and state["catalog_files"] and state["deadletter"]
+    assert state["first_day"] is None and len(state["specs"]) == 2  # storage: its start_date; its 2 definitions
+    before = {p: p.stat().st_mtime_ns for p in project.rglob("*")}
+    load = "import teams.definitions as d; print(len(list(d.defs().resolve_all_asset_keys())))"
+    loaded = subprocess.run([sys.executable, "-c", load], cwd=project, env=env, capture_output=True, text=True, check=True)
+    assert int(loaded.stdout.split()[-1]) > 20 and "no state for this code location" not in loaded.stderr
+    assert {p: p.stat().st_mtime_ns for p in project.rglob("*")} == before  # the load wrote nothing
 
     _run([dg, "check", "defs"], project, env)
     listed = json.loads(_run([dg, "list", "defs", "--json"], project, env).stdout)

@@ -164,15 +164,14 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
 
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
-    from catalake.defs.catalog.load_state import start_date_at_load
-    from catalake.defs.names import DEFAULT
+    from catalake.defs.catalog.state import start_date
     from catalake.platform.config import Settings
     from catalake.platform.landing.listing import DEFAULT_START
     from catalake.resources import Configured
 
     def first(**env) -> str:
         settings = Settings.from_env({"CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"), **env})
-        return start_date_at_load(Configured.from_settings(settings), DEFAULT)
+        return start_date(Configured.from_settings(settings), None)
 
     for name in ("2026-10-05", "dt=2026-09-30", "notes", "2026-13-99x"):
         (tmp_path / name).mkdir()

@@ -165,6 +165,9 @@ PRIVATE_DAGSTER = {
     ("catalake.eventlog", "dagster._core.events"),
     ("catalake.eventlog", "dagster._core.storage.event_log.sqlite.sqlite_event_log"),
     ("catalake.eventlog", "dagster._core.storage.sqlite_storage"),
+    # a catalog run stores the component's new state as `dg utils refresh-defs-state` does: Dagster's
+    # public `refresh_state` reads the state storage from this context, which only its CLI sets
+    ("catalake.component", "dagster._core.storage.defs_state.base"),
     # the UI tests load the code location into a workspace as the webserver does, in process
     ("tests.dagster.test_dagster_ui", "dagster._core.remote_origin"),
     ("tests.dagster.test_dagster_ui", "dagster._core.types.loadable_target_origin"),

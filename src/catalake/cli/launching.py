@@ -143,15 +143,21 @@ def launcher(settings, location: bool | None = None):
     `location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
-    from catalake.instance import dagster_instance, runs_of_code_location
+    import warnings
+
     from catalake.component import build_definitions
+    from catalake.defs.catalog.state import NoStateWarning
+    from catalake.instance import dagster_instance, runs_of_code_location
 
     instance = dagster_instance()
     if location is None:
         location = instance.is_persistent
-    if location:
-        from catalake.definitions import defs
-    else:
-        defs = build_definitions(settings, analytics=False)
+    with warnings.catch_warnings():
+        # the command's first run is the catalog's, which writes the state: nothing to tell the user
+        warnings.simplefilter("ignore", NoStateWarning)
+        if location:
+            from catalake.definitions import defs
+        else:
+            defs = build_definitions(settings, analytics=False)
     with runs_of_code_location(instance):  # the UI can re-execute them
         yield Launcher(defs, instance, from_location=location), instance

@@ -43,7 +43,8 @@ def _needs_spark(settings: Settings, days, incremental: bool) -> bool:
 def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     """Whether `message_catalog` was last materialized from this very catalog (same definitions,
     same derived schemas) into this warehouse, whose tables and suites (and with the analytics,
-    the parsed dbt project) are still there."""
+    the parsed dbt project) are still there, and whose code location's state was made from these
+    catalog files (else the catalog run refreshes it)."""
     from dagster import AssetKey
     from deltalake import DeltaTable
 
@@ -63,12 +64,19 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
         tables = Context(settings).tables
     except CatalogError:
         return False
+    from catalake.defs.catalog.state import changed_files, made_for, read_state, state_file
+    from catalake.defs.names import DEFAULT
+    from catalake.resources import Configured
+
     suites = settings.local / SUITES_DIR
+    configured = Configured.from_settings(settings)
+    state = read_state(state_file(configured, DEFAULT))
+    if state is None or state.made_for != made_for(configured, DEFAULT) or changed_files(state, configured):
+        return False
     if analytics:
         from catalake.defs.analytics.project import manifest_path
-        from catalake.resources import Configured
 
-        if not manifest_path(Configured.from_settings(settings).warehouse).exists():
+        if not manifest_path(configured.warehouse).exists() or state.manifest is None:
             return False
     return (stored.value == catalog_fingerprint(tables)
             and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
@@ -77,10 +85,15 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
 
 def _not_partitions(settings: Settings, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
-    from catalake.defs.events.assets import daily_partitions
+    from dagster import DailyPartitionsDefinition
+
+    from catalake.defs.catalog.state import read_state, start_date, state_file
+    from catalake.defs.names import DEFAULT
     from catalake.resources import Configured
 
-    keys = daily_partitions(Configured.from_settings(settings)).get_partition_keys()
+    configured = Configured.from_settings(settings)
+    first = start_date(configured, read_state(state_file(configured, DEFAULT)))
+    keys = DailyPartitionsDefinition(start_date=first).get_partition_keys()
     outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
     if not outside:
         return None

@@ -1,11 +1,11 @@
 """Dagster metadata built from Spark schemas."""
 
 from dagster import TableColumn, TableColumnConstraints, TableSchema
-from pyspark.sql.types import StructType
 
 
-def column_schema(schema: StructType) -> TableSchema:
-    """`dagster/column_schema` of a table: nested types as Spark writes them, comments as descriptions."""
+def column_schema(schema) -> TableSchema:
+    """`dagster/column_schema` of a table (a pyspark StructType): nested types as Spark writes
+    them, comments as descriptions."""
     return TableSchema(
         columns=[
             TableColumn(
@@ -19,17 +19,19 @@ def column_schema(schema: StructType) -> TableSchema:
     )
 
 
-def code_version(*modules) -> str:
-    """A version of the code that computes an asset: a hash of the source files of its modules
-    (every module of a package), so it changes exactly when that code does (Dagster then marks the
-    materializations made by older code)."""
+def code_version(*modules: str) -> str:
+    """A version of the code that computes an asset: a hash of the source files of its modules,
+    named as imported (every module of a package), so it changes exactly when that code does
+    (Dagster then marks the materializations made by older code). Found by their files, not
+    imported: a load imports none of the engine."""
     import hashlib
     from pathlib import Path
 
+    package = Path(__file__).resolve().parents[1]  # catalake/
     digest = hashlib.sha256()
     for module in modules:
-        path = Path(module.__file__)
-        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+        path = package.joinpath(*module.split(".")[1:])
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
         for file in files:
             digest.update(file.read_bytes())
     return digest.hexdigest()[:12]

@@ -16,12 +16,14 @@ own unless they have them (theirs win).
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterable
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -212,3 +214,20 @@ def describe(error: BaseException) -> str:
     """One line for an error of a store (first line, credentials removed)."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     return redact(lines[0] if lines else type(error).__name__)
+
+
+def files_state(paths: Iterable[str | Path]) -> tuple:
+    """What the local files under `paths` hold now: each file's path and a digest of its bytes
+    (not its modification time, which a rewrite within the same clock tick leaves as it was). How
+    a reader knows the catalog changed without parsing it (the catalog's cache in a process, the
+    code location's state against the disk)."""
+    state = []
+    for path in map(Path, paths):
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            try:
+                state.append((str(f), hashlib.blake2b(f.read_bytes(), digest_size=16).digest()))
+            except IsADirectoryError:
+                continue
+            except OSError:
+                state.append((str(f), None))
+    return tuple(state)

@@ -2,7 +2,6 @@ from pathlib import Path
 
 from dagster import ConfigurableResource
 
-from catalake.platform.catalog import Catalog, load_catalog
 from catalake.platform.config import catalog_roots
 
 
@@ -17,13 +16,16 @@ class CatalogSource(ConfigurableResource):
     schema_roots: list[str] = []
     owners: list[str] = []  # CATALAKE_OWNERS
 
-    def load(self) -> Catalog:
+    def load(self):
+        """The resolved catalog (imported here: a code location's load reads its state, not the catalog)."""
+        from catalake.platform.catalog import load_catalog
+
         return load_catalog(self.paths)
 
     def roots(self) -> list[Path]:
         return [Path(p) for p in self.schema_roots] or list(catalog_roots(self.paths))
 
-    def tables(self, catalog: Catalog | None = None) -> list:
+    def tables(self, catalog=None) -> list:
         """The message tables of the catalog (loaded when not given); CatalogError names every problem."""
         from catalake.platform.warehouse.message_tables import message_tables
 

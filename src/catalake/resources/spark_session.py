@@ -3,10 +3,8 @@ from typing import Any
 
 from dagster import ConfigurableResource
 from pydantic import PrivateAttr
-from pyspark.sql import SparkSession
 
 from catalake.platform.config import local_bytes
-from catalake.platform.spark import build_session, session_alive
 
 
 class SparkSessionResource(ConfigurableResource):
@@ -22,12 +20,14 @@ class SparkSessionResource(ConfigurableResource):
     local_task_bytes: int = 8 << 20  # CATALAKE_LOCAL_TASK_BYTES
     batch_path: bool = True  # CATALAKE_BATCH_PATH: ordinary records decided a batch at a time
 
-    _session: SparkSession | None = PrivateAttr(default=None)
+    _session: Any = PrivateAttr(default=None)  # a pyspark SparkSession: pyspark is imported when one starts
 
     @property
-    def session(self) -> SparkSession:
+    def session(self):
         """The session; a local session whose JVM died (e.g. in an earlier day of a range) is
         replaced by a new one."""
+        from catalake.platform.spark import build_session, session_alive
+
         if self._session is None or (not self.master.startswith("sc://") and not session_alive(self._session)):
             self._session = build_session(self.master, conf={k: str(v) for k, v in self.conf.items()})
         return self._session

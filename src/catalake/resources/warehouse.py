@@ -3,8 +3,6 @@ from pathlib import Path
 from dagster import ConfigurableResource
 
 from catalake.platform.config import DBT_TEMPLATE, DOCS_INDEX, SUITES_DIR, local_folder
-from catalake.platform.spark import is_session
-from catalake.platform.warehouse.store import DeltaStore
 
 
 class Warehouse(ConfigurableResource):
@@ -34,10 +32,13 @@ class Warehouse(ConfigurableResource):
         """Where the catalog's dbt project is prepared, with dbt's target/ and logs."""
         return (Path(self.dbt_path) if self.dbt_path else self.local / "dbt").absolute()
 
-    def store(self, spark) -> DeltaStore:
-        """The warehouse's tables, through a Spark session, or through the Spark resource: then
-        Spark is started only when a table is read or written with it (the catalog's tables are
-        written by delta-rs before Spark is up)."""
+    def store(self, spark):
+        """The warehouse's tables (a DeltaStore), through a Spark session, or through the Spark
+        resource: then Spark is started only when a table is read or written with it (the
+        catalog's tables are written by delta-rs before Spark is up)."""
+        from catalake.platform.spark import is_session
+        from catalake.platform.warehouse.store import DeltaStore
+
         if is_session(spark):
             return DeltaStore(spark, self.path, self.delta_backend, commit_threads=self.commit_threads)
         return DeltaStore(lambda: spark.session, self.path, self.delta_backend, master=spark.master, conf=spark.conf,

@@ -2,7 +2,8 @@
 (sources carry `meta.dagster.asset_key`), daily partitions passed as the dbt var `partition`,
 dbt tests as asset checks. The project is the repository's `dbt_project/` with the configured
 catalog's sources, prepared under the warehouse (platform/warehouse/dbt_sources.py) by a run of
-the `dbt_project` asset (analytics/project.py), whose manifest the code location loads."""
+the `dbt_project` asset (analytics/project.py) or a refresh of the code location's state, which
+holds its manifest (catalog/state.py): a load builds the dbt assets from that."""
 
 import json
 import os
@@ -11,12 +12,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetKey, DailyPartitionsDefinition
+from dagster import AssetExecutionContext, AssetKey, AssetSpec, DailyPartitionsDefinition
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
 from catalake.platform import uris
-from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.resources import Warehouse
 
 from ..names import DEFAULT, Names
@@ -24,6 +24,8 @@ from ..names import DEFAULT, Names
 def dbt_project(warehouse: Warehouse, tables: list) -> DbtProject:
     """The catalog's dbt project over its message tables `tables`, prepared in the warehouse's
     dbt folder from its template (only changed files are rewritten)."""
+    from catalake.platform.warehouse.dbt_sources import prepare_project
+
     folder = prepare_project(Path(warehouse.dbt_template), warehouse.dbt_dir, tables)
     return DbtProject(project_dir=folder, profiles_dir=folder)
 
@@ -89,11 +91,20 @@ class Translator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props) -> str:
         return self.names.group_of("analytics")
 
+    def get_asset_spec(self, manifest, unique_id: str, project) -> AssetSpec:
+        """A source's spec is only its key: sources are the message assets, defined by catalake
+        (dagster-dbt makes every source's whole spec to find colliding keys: 0.7 ms each, seconds
+        at thousands of message tables)."""
+        if unique_id.startswith("source."):
+            return AssetSpec(key=self.get_asset_key(manifest["sources"][unique_id]))
+        return super().get_asset_spec(manifest, unique_id, project)
 
-def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject, names: Names = DEFAULT):
+
+def build_dbt_assets(partitions_def: DailyPartitionsDefinition, project: DbtProject, manifest: dict,
+                     names: Names = DEFAULT):
 
     @dbt_assets(
-        manifest=project.manifest_path,  # parsed by a run of the `dbt_project` asset, read here
+        manifest=manifest,  # from the code location's state
         project=project,
         partitions_def=partitions_def,
         dagster_dbt_translator=Translator(names),

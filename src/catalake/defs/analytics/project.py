@@ -1,38 +1,23 @@
 """The catalog's dbt project as an asset of `catalake_job`: a run prepares it (its `sources.yml`
-from the catalog) and parses it into `target/manifest.json`; the code location builds its dbt
-assets from that manifest when it loads, and writes or parses nothing then.
+from the catalog) and parses it into `target/manifest.json`. The code location's state holds that
+manifest (catalog/state.py); a load builds the dbt assets from it, and writes or parses nothing.
 
-Kept apart from dbt_assets.py, which imports dagster-dbt (3 s): a load before the first
-`catalake_job` run has no manifest, hence no dbt assets to build."""
+Kept apart from dbt_assets.py, which imports dagster-dbt (1.5 s): a state without a manifest has
+no dbt assets to build."""
 
 import json
-import os
 from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
 
-from catalake.resources import Configured, Warehouse
+from catalake.resources import Warehouse
 
-from ..catalog.messages import CatalogAtLoad
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
 
 
 def manifest_path(warehouse: Warehouse) -> Path:
     return warehouse.dbt_dir / "target" / "manifest.json"
-
-
-def manifest_at_load(configured: Configured, loaded: CatalogAtLoad) -> Path | None:
-    """The manifest the dbt assets are built from, None before the first `catalake_job` run.
-
-    Under `dagster dev` the project is prepared and parsed as the code location loads, as
-    dagster-dbt's `DbtProject.prepare_if_dev` does: a person editing models sees them at once."""
-    if os.environ.get("DAGSTER_IS_DEV_CLI"):
-        from .dbt_assets import dbt_project, ensure_manifest
-
-        ensure_manifest(dbt_project(configured.warehouse, loaded.tables if loaded.error is None else []))
-    path = manifest_path(configured.warehouse)
-    return path if path.exists() else None
 
 
 def build_dbt_project_asset(names: Names = DEFAULT):
@@ -43,9 +28,10 @@ def build_dbt_project_asset(names: Names = DEFAULT):
         """The catalog's dbt project: the generic models with a `sources.yml` naming every message
         table (and the dead-letter and catalog tables), prepared under the warehouse's `dbt/`
         (only changed files rewritten) and parsed into `target/manifest.json`. The code location
-        builds its dbt assets from that manifest when it loads: after the first materialization,
-        or one that changed the sources, reload the code location to see the models as they are
-        now (`dagster dev` prepares the project as it loads)."""
+        builds its dbt assets from that manifest, kept in its state (refreshed by the
+        `message_catalog` step of the same run): after the first materialization, or one that changed
+        the sources, reload the code location to see the models as they are now (`dagster dev`
+        prepares the project as it loads)."""
         from .dbt_assets import dbt_project as prepare
         from .dbt_assets import ensure_manifest
 

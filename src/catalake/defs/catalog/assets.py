@@ -1,34 +1,35 @@
-"""The message catalog itself, materialized as the Delta table `catalog/messages`."""
+"""The message catalog itself, materialized as the Delta table `catalog/messages`.
+
+The engine is imported by the step that runs, not here: a code location's load imports none of it."""
 
 
 from dagster import AssetExecutionContext, AssetSelection, Failure, MaterializeResult, MetadataValue, asset, define_asset_job
 
-import catalake.platform.catalog
-import catalake.platform.schemas
-import catalake.platform.warehouse.catalog_table
-import catalake.platform.warehouse.evolution
-import catalake.platform.warehouse.message_tables
-from catalake.display import catalog_rows, markdown_table
-from catalake.platform.catalog import CatalogError
-from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
-from catalake.platform.warehouse.evolution import EvolutionError
-from catalake.platform.warehouse.message_tables import (
-    catalog_fingerprint,
-    definition_changes,
-    message_tables,
-    sync_message_tables,
-    table_fingerprint,
-)
-
-from catalake.resources import Configured
+from catalake.display import markdown_table
 
 from ..failures import failing_plainly
 from ..metadata import code_version, column_schema
 from ..names import DEFAULT, Names
-from .load_state import keep_first_day, keep_specs
-from .messages import CatalogAtLoad, message_specs
+from .state import StateKeeper
 
 PREVIEW_ROWS = 25
+
+DESCRIPTION = """The xRegistry message catalog as a table: one row per (group, message) definition.
+
+Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
+validates structure and the spec's rules, resolves basemessage chains and xref aliases,
+fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
+table under `messages/` (schema derived from its data schema; a schema that cannot be
+resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
+nullable columns of a changed definition. An invalid catalog (a data schema reference to the
+network or outside the configured roots included), or a change that would retype,
+remove or tighten a column, fails with every problem and leaves all tables untouched.
+Its metadata lists the definitions added, changed (definition or derived schema) and
+removed since its previous materialization; each message asset's code version is that
+fingerprint, so the UI marks exactly the tables a catalog change affects. It refreshes the code
+location's state when the catalog changed (the message specs, the landing zone's first day and,
+with the analytics, the dbt project's manifest: what every load reads; `state`).
+"""
 
 
 def _problems_markdown(problems) -> str:
@@ -58,38 +59,46 @@ def _changes_markdown(changes: dict[str, list[str]]) -> str:
     return "\n".join(lines) or "no definition changed since the previous materialization"
 
 
-def build_catalog_asset(names: Names = DEFAULT):
-    """The `message_catalog` asset of one instance (its key, group and resources named by `names`)."""
+def build_catalog_asset(names: Names = DEFAULT, keeper: StateKeeper | None = None, changed: list[str] = ()):
+    """The `message_catalog` asset of one instance (its key, group and resources named by `names`):
+    its runs refresh the code location's state through `keeper`; `changed` are the catalog files
+    edited since the state the location loaded (its description says so)."""
+    stale = (f"**The catalog changed since this code location's state was made** ({', '.join(changed[:3])}"
+             f"{' ...' if len(changed) > 3 else ''}): the message assets shown are the catalog as it was. "
+             "Materialize this asset (`catalake_job`) to refresh the state, then reload the code location.\n\n"
+             if changed else "")
 
     @asset(key=names.catalog, group_name=names.group_of("catalog"), kinds={"spark", "delta"}, tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("catalog_source", "landing", "spark", "warehouse"),
-           code_version=code_version(catalake.platform.catalog, catalake.platform.warehouse.catalog_table,
-                                     catalake.platform.warehouse.message_tables, catalake.platform.schemas,
-                                     catalake.platform.warehouse.evolution))
+           code_version=code_version("catalake.platform.catalog", "catalake.platform.warehouse.catalog_table",
+                                     "catalake.platform.warehouse.message_tables", "catalake.platform.schemas",
+                                     "catalake.platform.warehouse.evolution"),
+           description=stale + DESCRIPTION,
+           metadata={"catalog_changed": ", ".join(changed)} if changed else None)
     @failing_plainly
     def message_catalog(context: AssetExecutionContext) -> MaterializeResult:
-        """The xRegistry message catalog as a table: one row per (group, message) definition.
-
-        Reads every configured catalog file (all known shapes: 2023 camelCase, 0.5, 1.0-rc),
-        validates structure and the spec's rules, resolves basemessage chains and xref aliases,
-        fills in implied attributes, and writes `catalog/messages`. Then creates each definition's
-        table under `messages/` (schema derived from its data schema; a schema that cannot be
-        resolved leaves the payload as JSON text, listed under `untyped_payloads`), or adds the new
-        nullable columns of a changed definition. An invalid catalog (a data schema reference to the
-        network or outside the configured roots included), or a change that would retype,
-        remove or tighten a column, fails with every problem and leaves all tables untouched.
-        Its metadata lists the definitions added, changed (definition or derived schema) and
-        removed since its previous materialization; each message asset's code version is that
-        fingerprint, so the UI marks exactly the tables a catalog change affects. It keeps the
-        message specs and the landing zone's first day for the code location's next loads
-        (shown while the catalog is invalid; the first daily partition), which read them.
-        """
-        return _materialize_catalog(context, names)
+        """The catalog table and every message table (the UI shows DESCRIPTION)."""
+        return _materialize_catalog(context, names, keeper)
 
     return message_catalog
 
 
-def _materialize_catalog(context: AssetExecutionContext, names: Names) -> MaterializeResult:
+def _materialize_catalog(context: AssetExecutionContext, names: Names, keeper: StateKeeper | None) -> MaterializeResult:
+    from catalake.display import catalog_rows
+    from catalake.platform.catalog import CatalogError
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
+    from catalake.platform.warehouse.evolution import EvolutionError
+    from catalake.platform.warehouse.message_tables import (
+        catalog_fingerprint,
+        definition_changes,
+        message_tables,
+        sync_message_tables,
+        table_fingerprint,
+    )
+    from catalake.resources import Configured
+
+    from .messages import CatalogAtLoad
+
     resources = names.resources(context)
     catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
     try:
@@ -111,11 +120,12 @@ def _materialize_catalog(context: AssetExecutionContext, names: Names) -> Materi
     except EvolutionError as exc:
         raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
     result = write_catalog_table(store, catalog)
-    kept = Configured(warehouse, catalog_source, resources.landing, spark)  # what the next loads are built from
-    specs, _ = message_specs(kept, CatalogAtLoad(catalog, tables), names)
     fingerprint = catalog_fingerprint(tables)
-    specs_written = keep_specs(kept, names, specs, fingerprint)
-    first_day = keep_first_day(kept, names)
+    state, refreshed = None, "not kept: these definitions were not built from a state"
+    if keeper is not None:
+        kept = Configured(warehouse, catalog_source, resources.landing, spark)  # what the next loads are built from
+        state, refreshed = keeper.refresh(context, kept, names, CatalogAtLoad(catalog, tables))
+        context.log.info(f"the code location's state: {refreshed}")
     fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
     changes = definition_changes(_previous_fingerprints(context), fingerprints)
     headers, rows = catalog_rows(catalog)
@@ -139,8 +149,8 @@ def _materialize_catalog(context: AssetExecutionContext, names: Names) -> Materi
             "changed": len(result["changed"]),
             "removed": len(result["removed"]),
             "storage_backend": store.backend,
-            "specs_kept": "written" if specs_written else "unchanged",
-            "landing_first_day": first_day or "none (no day in the landing zone yet)",
+            "state": refreshed,
+            **({"landing_first_day": state.first_day or "none (no day in the landing zone yet)"} if state else {}),
             "groups": len({m.group_id for m in catalog}),
             "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
             "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),

@@ -1,8 +1,8 @@
 """One asset per message definition: its Delta table under `messages/`.
 
-The specs of the last valid catalog `catalake_job` materialized are kept (catalog/load_state.py): while the
-catalog is invalid the UI keeps showing its message assets, each saying what is wrong, instead of
-assets without a group or a description."""
+The specs are made when the code location's state is (catalog/state.py): while the catalog is
+invalid the state keeps the last valid ones, and the UI shows each saying what is wrong, instead
+of assets without a group or a description."""
 
 import re
 from dataclasses import dataclass
@@ -23,9 +23,8 @@ from catalake.platform.warehouse.message_tables import (
 )
 from catalake.resources import CatalogSource, Configured, at_load
 
-from ..metadata import column_schema
+from ..metadata import code_version, column_schema
 from ..names import DEFAULT, Names
-from .load_state import last_valid_specs
 
 
 def fed_by(names: Names) -> str:
@@ -130,21 +129,6 @@ def message_spec(message: MessageDefinition, catalog: Catalog, configured: Confi
     )
 
 
-def message_specs(configured: Configured, loaded: CatalogAtLoad | None = None,
-                  names: Names = DEFAULT) -> tuple[list[AssetSpec], str | None]:
-    """Specs for the configured catalog as it is when the code location loads (`loaded`, read
-    here when not given), and what is wrong with it (None when it is valid).
-
-    An invalid catalog gives the specs of the last valid one `catalake_job` materialized, each
-    description saying what is wrong (the code location still loads; the runs fail until the
-    catalog is fixed)."""
-    loaded = loaded if loaded is not None else catalog_at_load(configured.catalog_source)
-    if loaded.error is not None:
-        return [_flagged(spec, loaded.error) for spec in last_valid_specs(configured, names)], loaded.error
-    tables = loaded.by_xid
-    return [message_spec(m, loaded.catalog, configured, tables[m.xid], names) for m in loaded.catalog], None
-
-
 def catalog_error(exc: CatalogError) -> str:
     first = exc.problems[0] if exc.problems else None
     where = f"{first.file} {first.pointer or ''}: {first.rule}: {first.message}" if first else str(exc)
@@ -152,8 +136,22 @@ def catalog_error(exc: CatalogError) -> str:
     return f"The message catalog is invalid: {where}{more}"
 
 
-def _flagged(spec: AssetSpec, error: str) -> AssetSpec:
-    note = (f"**{error}.** Shown as the last valid catalog defined it; runs fail until the catalog is fixed "
-            "(materialize `message_catalog` for every problem).")
-    return spec.replace_attributes(description=f"{note}\n\n{spec.description}",
-                                   metadata={**spec.metadata, "catalog_error": error})
+def deadletter_spec(configured: Configured, names: Names = DEFAULT) -> AssetSpec:
+    """The dead-letter table's spec, made with the location's state (its schema is Spark's)."""
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
+    from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+
+    location = uris.join(configured.warehouse_root, DEADLETTER_TABLE)
+    return AssetSpec(
+        key=names.deadletter,
+        description="Landed records no message table takes, each with a machine-readable reason: "
+        + "; ".join(f"`{k}`: {v}" for k, v in REASONS.items()),
+        group_name=names.group_of("events"),
+        kinds={"spark", "delta"},
+        deps=[names.catalog],
+        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
+                  "dagster/uri": uris.as_uri(location)},
+        tags={"layer": "messages"},
+        owners=[as_owner(o) for o in configured.catalog_source.owners],
+        code_version=code_version("catalake.platform"),  # the whole engine decides where a record goes
+    )

@@ -17,10 +17,6 @@ from dagster import (
     op,
 )
 
-from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, proposals_document
-from catalake.platform.runs.replay import replay_partition
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-
 from ..events.assets import table_location
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
@@ -40,6 +36,8 @@ def build_drift_asset(partitions_def: DailyPartitionsDefinition, names: Names = 
         payloads (genson). Written as proposed definitions, an xRegistry catalog document under
         `drift/<day>.xreg.json` in the warehouse's local folder: add it to the catalog, then run `replay_job` (or
         `catalake replay`) for the day. `ambiguous` records are listed, not proposed."""
+        from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, proposals_document
+
         day = dt.date.fromisoformat(context.partition_key)
         warehouse = names.resources(context).warehouse
         found = candidates(deadletter_rows(warehouse.path, day))
@@ -68,6 +66,9 @@ def build_replay_job(partitions_def: DailyPartitionsDefinition, names: Names = D
         now matches into its table (the day stays conserved; a second replay moves nothing). Each
         table it changed is materialized for the day (`rows_moved_in`, and `deadletter`'s
         `rows_moved_out`); the replay itself is an observation of `deadletter`."""
+        from catalake.platform.runs.replay import replay_partition
+        from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
         spark, warehouse = resources.spark, resources.warehouse

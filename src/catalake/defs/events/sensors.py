@@ -3,7 +3,6 @@ import json
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from catalake.defs.events.assets import INCREMENTAL_TAG
-from catalake.platform.landing.listing import landing_partitions
 from catalake.resources import Configured, at_load
 
 from ..names import DEFAULT, Names
@@ -19,6 +18,8 @@ def build_landing_sensor(events_job, configured: Configured, partitions_def, nam
         """Requests an incremental run for every landing day that appeared or whose files changed:
         it reads what landed since the day's last run (a full run when a file changed otherwise).
         Runs of one day are queued, never run at once (deploy/dagster.yaml)."""
+        from catalake.platform.landing.listing import landing_partitions
+
         seen = json.loads(context.cursor) if context.cursor else {}
         now = landing_partitions(root, layout)
         known = set(partitions_def.get_partition_keys())

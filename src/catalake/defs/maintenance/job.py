@@ -28,10 +28,6 @@ from dagster import (
     schedule,
 )
 
-from catalake.platform.maintenance import compact_day, vacuum_warehouse
-from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
-from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-from catalake.platform.warehouse.queries import warehouse_tables
 from catalake.resources import CatalogSource
 
 from ..failures import failing_plainly
@@ -60,6 +56,10 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
         version inside the retention period references are deleted and each Delta log is
         checkpointed and trimmed. Each table's observation shows its files and bytes before and
         after, and the bytes the vacuum removed."""
+        from catalake.platform.maintenance import compact_day, vacuum_warehouse
+        from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
+        from catalake.platform.warehouse.queries import warehouse_tables
+
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
         spark, warehouse = resources.spark, resources.warehouse
@@ -104,6 +104,9 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
 
 def _asset_keys(catalog_source: CatalogSource, names: Names) -> dict[str, AssetKey]:
     """Warehouse table name -> the asset whose observations show its maintenance."""
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
+
     keys = {DEADLETTER_TABLE: names.deadletter, CATALOG_TABLE: names.catalog}
     try:
         keys.update({t.name: names.message(t.message) for t in catalog_source.tables()})

@@ -10,10 +10,8 @@ from dagster import (
     asset,
 )
 
-import catalake.platform.quality.expectations
-import catalake.platform.records.attributes
 from catalake.display import markdown_table
-from catalake.platform.catalog import CatalogError
+from catalake.platform.errors import CatalogError
 
 from ..failures import failing_plainly
 from ..metadata import code_version
@@ -28,7 +26,7 @@ def build_suites_asset(names: Names = DEFAULT):
     @asset(key=names.suites, group_name=names.group_of("catalog"), kinds={"great_expectations"},
            deps=[names.catalog], tags={"layer": "catalog"},
            required_resource_keys=names.resource_keys("catalog_source", "warehouse"),
-           code_version=code_version(catalake.platform.quality.expectations, catalake.platform.records.attributes))
+           code_version=code_version("catalake.platform.quality.expectations", "catalake.platform.records.attributes"))
     @failing_plainly
     def expectation_suites(context: AssetExecutionContext) -> MaterializeResult:
         """One Great Expectations suite per message definition, generated from the catalog: required

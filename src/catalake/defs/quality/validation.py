@@ -8,8 +8,6 @@ import datetime as dt
 
 from dagster import Config, DailyPartitionsDefinition, OpExecutionContext, job, op
 
-from catalake.platform.quality.referee import validate_stored
-
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
 from .checks import check_evaluation, check_targets
@@ -31,6 +29,8 @@ def build_validate_job(partitions_def: DailyPartitionsDefinition, names: Names =
         partition, tied to the materialization that stored the rows (the results are also stored
         in the GX context, under the run name `<day> (catalake validate)`). Fails when stored rows
         break an ERROR expectation."""
+        from catalake.platform.quality.referee import validate_stored
+
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
         spark, warehouse = resources.spark, resources.warehouse

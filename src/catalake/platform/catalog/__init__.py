@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import CatalogError, Problem
+from ..uris import files_state
 from .documents import Document, read_documents
 from .model import Catalog, FileReport, MessageDefinition, slug
 from .normalize import NormalizedDocument, Origin, normalize_document
@@ -201,21 +201,6 @@ def _check_table_names(messages: list[MessageDefinition], origins, problems: lis
                 Problem(m.source_file, m.source_pointer, "table-name-collision",
                         f"{m.xid} and {other.xid} would both feed table {m.table_name!r}; rename one")
             )
-
-
-def files_state(paths: Iterable[str | Path]) -> tuple:
-    """What the files under `paths` hold now: each file's path and a digest of its bytes (not its
-    modification time, which a rewrite within the same clock tick leaves as it was)."""
-    state = []
-    for path in map(Path, paths):
-        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-            try:
-                state.append((str(f), hashlib.blake2b(f.read_bytes(), digest_size=16).digest()))
-            except IsADirectoryError:
-                continue
-            except OSError:
-                state.append((str(f), None))
-    return tuple(state)
 
 
 _LOADED: dict[tuple, Catalog] = {}  # the last catalog a process read, by its files' state
