@@ -118,7 +118,7 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
     for key in ("CatalakeComponent__bikes__", "CatalakeComponent__storage__"):
         state = json.loads((states / key / "state").read_text())
         assert state["specs"] and state["catalog_files"] and state["deadletter"]
-    assert state["first_day"] is None and len(state["specs"]) == 2  # storage: its start_date; its 2 definitions
+    assert state["first_day"] is None and len(state["specs"]) == 10  # storage: its start_date; its 10 definitions
     before = {p: p.stat().st_mtime_ns for p in project.rglob("*")}
     load = "import teams.definitions as d; print(len(list(d.defs().resolve_all_asset_keys())))"
     loaded = subprocess.run([sys.executable, "-c", load], cwd=project, env=env, capture_output=True, text=True, check=True)
