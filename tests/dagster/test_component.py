@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,11 +82,12 @@ def _run(args: list[str], project: Path, env: dict) -> subprocess.CompletedProce
 @pytest.mark.project
 def test_a_dg_project_with_two_catalogs(tmp_path):
     """The README's "Use catalake in your Dagster project": `dg scaffold defs` twice, one instance
-    on the bundled demo and one on the real Azure Storage catalog and its blob events (its state
-    not refreshed by `dg`'s loads: `refresh_if_dev: false`); `dg utils refresh-defs-state` writes
-    each instance's state; a load then writes nothing; `dg check defs` and `dg list defs` see both
-    under their prefixes; `dg launch` materializes each catalog and one day of each, into its own
-    warehouse."""
+    on the bundled demo (its state in the instance's versioned state storage) and one on the real
+    Azure Storage catalog and its blob events (its state on the local filesystem, not refreshed by
+    `dg`'s loads: `refresh_if_dev: false`); `dg utils refresh-defs-state` writes each instance's
+    state; a load then writes nothing; `dg check defs` and `dg list defs` see both under their
+    prefixes; `dg launch` materializes each catalog and one day of each, into its own warehouse;
+    the storage catalog, edited before its catalog run, has its state refreshed by that run."""
     project = tmp_path / "teams"
     (project / "src" / "teams" / "defs").mkdir(parents=True)
     (project / "pyproject.toml").write_text(
@@ -96,7 +98,9 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
     (project / "src" / "teams" / "definitions.py").write_text(
         "from pathlib import Path\n\nimport dagster as dg\n\n\n@dg.definitions\ndef defs():\n"
         "    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)\n")
-    landing, catalog = land_azure(SHARED, tmp_path / "storage")
+    landing, shared_catalog = land_azure(SHARED, tmp_path / "storage")
+    catalog = tmp_path / "storage" / shared_catalog.name  # a test-time copy: the test edits it
+    shutil.copy(shared_catalog, catalog)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALAKE_", "DAGSTER_"))}
     env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(project / "src"),
                DAGSTER_HOME=str(tmp_path / "home"), CATALAKE_ENGINE="local", NO_COLOR="1")
@@ -108,22 +112,30 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
     scaffolded = (project / "src" / "teams" / "defs" / "bikes" / "defs.yaml").read_text()
     assert "type: catalake.CatalakeComponent" in scaffolded and "key_prefix: bikes" in scaffolded
     assert 'warehouse: "{{ project_root }}/warehouse/bikes"' in scaffolded
+    bikes_yaml = project / "src" / "teams" / "defs" / "bikes" / "defs.yaml"
+    bikes_yaml.write_text(bikes_yaml.read_text() + "  defs_state:\n    management_type: VERSIONED_STATE_STORAGE\n")
     storage_yaml = project / "src" / "teams" / "defs" / "storage" / "defs.yaml"
     storage_yaml.write_text(storage_yaml.read_text().replace(
         "  # catalog:", f"  catalog: {catalog}\n  landing: {landing}\n  start_date: '{DAY}'\n"
         "  defs_state:\n    management_type: LOCAL_FILESYSTEM\n    refresh_if_dev: false\n  # catalog:"))
 
     _run([dg, "utils", "refresh-defs-state"], project, env)
-    states = project / "src" / "teams" / "defs" / ".local_defs_state"
-    for key in ("CatalakeComponent__bikes__", "CatalakeComponent__storage__"):
-        state = json.loads((states / key / "state").read_text())
-        assert state["specs"] and state["catalog_files"] and state["deadletter"]
+    local_state = project / "src" / "teams" / "defs" / ".local_defs_state" / "CatalakeComponent__storage__" / "state"
+    state = json.loads(local_state.read_text())
     assert state["first_day"] is None and len(state["specs"]) == 10  # storage: its start_date; its 10 definitions
-    before = {p: p.stat().st_mtime_ns for p in project.rglob("*")}
-    load = "import teams.definitions as d; print(len(list(d.defs().resolve_all_asset_keys())))"
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        versioned = instance.defs_state_storage.get_latest_version("CatalakeComponent[bikes]")
+        assert versioned is not None  # bikes: uploaded to the instance's state storage
+    def files() -> dict:  # the project's, and the states in the instance's storage (not its databases)
+        return {p: p.stat().st_mtime_ns for p in [*project.rglob("*"), *(tmp_path / "home").rglob("defs_state/**/*")]}
+
+    before = files()
+    assert any("defs_state" in str(p) for p in before)
+    load = ("import dagster as dg, teams.definitions as d\nwith dg.DagsterInstance.get():\n"
+            "    print(len(list(d.defs().resolve_all_asset_keys())))")  # as a code server loads: the instance's storage
     loaded = subprocess.run([sys.executable, "-c", load], cwd=project, env=env, capture_output=True, text=True, check=True)
     assert int(loaded.stdout.split()[-1]) > 20 and "no state for this code location" not in loaded.stderr
-    assert {p: p.stat().st_mtime_ns for p in project.rglob("*")} == before  # the load wrote nothing
+    assert files() == before  # the load wrote nothing
 
     _run([dg, "check", "defs"], project, env)
     listed = json.loads(_run([dg, "list", "defs", "--json"], project, env).stdout)
@@ -135,9 +147,12 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
     assert {j["name"] for j in listed["jobs"]} >= {"bikes_events_job", "storage_events_job"}
     assert {r["name"] for r in listed["resources"]} >= {"spark", "bikes_warehouse", "storage_warehouse"}
 
+    catalog.write_text(catalog.read_text() + "\n")  # the storage catalog changes after its state was written
     for prefix in ("bikes", "storage"):
         _run([dg, "launch", "--job", f"{prefix}_catalake_job"], project, env)
         _run([dg, "launch", "--assets", f'key:"{prefix}/deadletter"', "--partition", DAY.isoformat()], project, env)
+    refreshed = json.loads(local_state.read_text())
+    assert refreshed["digest"] != state["digest"] and refreshed["catalog_files"] != state["catalog_files"]
 
     warehouse = project / "warehouse"
     def rows(prefix: str) -> dict[str, int]:
@@ -156,6 +171,14 @@ def test_a_dg_project_with_two_catalogs(tmp_path):
             assert deadletter is not None and deadletter.dagster_event.partition == DAY.isoformat()
             assert deadletter.asset_materialization.metadata["records_read"].value == (
                 2 if prefix == "storage" else sum(bike_rows.values()) + deadletters)
+        kept = {prefix: instance.get_latest_materialization_event(AssetKey([prefix, "message_catalog"]))
+                .asset_materialization.metadata["state"].value for prefix in ("bikes", "storage")}
+        # `dg launch` runs in a process Dagster gives no state storage: its load reads the catalog, and
+        # the catalog run uploads its state as a version of the instance's state storage
+        assert kept["bikes"].startswith("refreshed: VERSIONED_STATE_STORAGE, version ")
+        version = kept["bikes"].rsplit(" ", 1)[-1]
+        assert (tmp_path / "home" / "defs_state" / "CatalakeComponent__bikes__" / version).is_file()
+        assert kept["storage"].startswith("refreshed: LOCAL_FILESYSTEM, version")
         blob = instance.get_latest_materialization_event(
             AssetKey(["storage", "messages", "Microsoft.Storage", "Microsoft.Storage.BlobCreated"]))
         assert blob.asset_materialization.metadata["dagster/partition_row_count"].value == 1
