@@ -87,6 +87,9 @@ attributes:
   # owners: ["team:{name}"]
   # start_date: "2026-01-01"
   # spark_conf: {{spark.sql.shuffle.partitions: "8"}}
+  # where the state every load reads is kept (`dg utils refresh-defs-state` writes it): LOCAL_FILESYSTEM,
+  # VERSIONED_STATE_STORAGE (the instance's defs_state_storage) or LEGACY_CODE_SERVER_SNAPSHOTS
+  # defs_state: {{management_type: LOCAL_FILESYSTEM, refresh_if_dev: true}}
 """
 
 
