@@ -107,11 +107,14 @@ def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tm
     path = tmp_path / "catalog" / "shop.xreg.json"
     path.parent.mkdir()
 
+    def load():
+        return build_definitions(Settings(catalog=(path.parent,), landing=tmp_path / "landing", warehouse=tmp_path / "warehouse",
+                                          spark_master="local[2]"))
+
     def write(schema):
         path.write_text(json.dumps({"messagegroups": {"shop": {"messages": {
             "OrderPlaced": {**KNOWN, "dataschema": schema}, "OrderShipped": other}}}}))
-        return build_definitions(Settings(catalog=(path.parent,), landing=tmp_path / "landing", warehouse=tmp_path / "warehouse",
-                                          spark_master="local[2]"))
+        return load()
 
     def versions(defs):
         graph = defs.resolve_asset_graph()
@@ -120,12 +123,16 @@ def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tm
     instance = DagsterInstance.ephemeral()
     first = write(schema)
     assert first.resolve_job_def("catalake_job").execute_in_process(instance=instance).success
-    additive = write({**schema, "properties": {**schema["properties"], "note": {"type": "string"}}})
+    # a load reads the state the catalog run wrote: the change is flagged, its assets shown as they were
+    stale = write({**schema, "properties": {**schema["properties"], "note": {"type": "string"}}})
+    assert versions(stale) == versions(first)
+    assert stale.resolve_asset_graph().get(AssetKey("message_catalog")).description.startswith("**The catalog changed")
+    assert stale.resolve_job_def("catalake_job").execute_in_process(instance=instance).success  # refreshes the state
+    additive = load()  # the reload after it
     before, after = versions(first), versions(additive)
     assert set(before) == set(after) == {"messages/shop/OrderPlaced", "messages/shop/OrderShipped"}
     assert before["messages/shop/OrderShipped"] == after["messages/shop/OrderShipped"]
     assert before["messages/shop/OrderPlaced"] != after["messages/shop/OrderPlaced"] and None not in after.values()
-    assert additive.resolve_job_def("catalake_job").execute_in_process(instance=instance).success
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
     changes = event.asset_materialization.metadata["definition_changes"].value
     assert changes == {"added": [], "changed": ["/messagegroups/shop/messages/OrderPlaced"], "removed": []}
