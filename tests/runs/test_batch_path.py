@@ -12,6 +12,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -116,12 +117,33 @@ def catalog() -> dict:
     }}}}
 
 
+def _as_stored(kind: pa.DataType) -> pa.DataType:
+    """`kind` with every timestamp as the integer Parquet stores: an Avro `timestamp-millis` may be
+    any long, beyond the years a Python datetime holds."""
+    if pa.types.is_timestamp(kind):
+        return pa.int64()
+    if pa.types.is_struct(kind):
+        return pa.struct([kind.field(i).with_type(_as_stored(kind.field(i).type)) for i in range(kind.num_fields)])
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_as_stored(kind.value_type)))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_as_stored(kind.value_type)))
+    if pa.types.is_map(kind):
+        return pa.map_(_as_stored(kind.key_type), _as_stored(kind.item_type))
+    return kind
+
+
+def _rows(path: Path) -> list[dict]:
+    table = pq.read_table(path)
+    return table.cast(pa.schema([f.with_type(_as_stored(f.type)) for f in table.schema])).to_pylist()
+
+
 def outcome(result, warehouse: Path) -> dict:
     """What a task left: every table's rows (as sorted JSON), the quality tallies and counts."""
     rows = {}
     for table, files in result.files.items():
         rows[table] = sorted(json.dumps(row, sort_keys=True, default=repr) for f in files
-                             for row in pq.read_table(warehouse / table / f.path).to_pylist())
+                             for row in _rows(warehouse / table / f.path))
     return {"rows": rows, "tallies": result.tallies, "deadletter": result.deadletter, "written": result.rows,
             "records": result.records, "per_file": result.per_file}
 
