@@ -68,3 +68,24 @@ def test_an_edited_catalog_is_flagged_and_the_next_catalog_run_refreshes_the_sta
     cleared = _tick(reloaded, instance, flagged.cursor)
     (evaluation,) = cleared.asset_events
     assert evaluation.passed and _tick(reloaded, instance, cleared.cursor).skip_message
+
+
+def test_a_state_write_killed_midway_leaves_the_old_state_and_its_leftover_goes_with_the_next(tmp_path):
+    import os
+    import time
+
+    from catalake.defs.catalog.state import ABANDONED_SECONDS, LocationState, write_state
+
+    path = tmp_path / "catalog" / "state.json"
+    old = LocationState(made_for="x", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
+    write_state(path, old)
+    killed = path.parent / "state.json.abc123.tmp"  # a writer killed before its rename: half a document
+    killed.write_bytes(b'{"made_for": "x", "spe')
+    assert read_state(path) == old  # loads read the state it replaced, whole
+    recent = path.parent / "state.json.def456.tmp"  # a writer still at work
+    recent.write_bytes(b"{")
+    os.utime(killed, (time.time() - ABANDONED_SECONDS - 1,) * 2)
+    new = LocationState(made_for="y", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
+    write_state(path, new)
+    assert read_state(path) == new and not killed.exists() and recent.exists()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["state.json", "state.json.def456.tmp"]

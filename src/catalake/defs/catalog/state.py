@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -32,6 +33,7 @@ from catalake.resources import Configured, at_load
 
 from ..names import Names
 
+ABANDONED_SECONDS = 3600  # a temporary state file this old was left by a killed writer (one takes a minute at most)
 STATE_FORMAT = 2  # the document's layout: a state of another format is not read (the slow way, then refreshed)
 COLUMNS, PATH = "dagster/column_schema", "path"  # the two metadata values that are not plain JSON
 
@@ -149,9 +151,13 @@ def slim_manifest(manifest: dict) -> dict:
 
 
 def write_state(path: Path, state: LocationState) -> None:
-    """Written whole or not at all: a load in another process reads the old state or the new one."""
+    """Written whole or not at all: a load in another process reads the old state or the new one.
+    What a writer killed midway left (its temporary file) is removed by the next one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, suffix=".tmp") as out:
+    for left in path.parent.glob(f"{path.name}.*.tmp"):
+        if time.time() - left.stat().st_mtime > ABANDONED_SECONDS:
+            left.unlink(missing_ok=True)
+    with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, prefix=f"{path.name}.", suffix=".tmp") as out:
         out.write(orjson.dumps(asdict(state)))
     os.chmod(out.name, 0o644)  # read by every process that loads the location, whoever runs it
     os.replace(out.name, path)
