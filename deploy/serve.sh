@@ -34,6 +34,8 @@ case "$cmd" in
       *) BIN=$bin bash deploy/spark-connect.sh start "$state/spark-connect" "$spark_port" "$spark_ui"
          export CATALAKE_SPARK_MASTER=sc://127.0.0.1:$spark_port ;;
     esac
+    # the code location's state, what every load of it reads (the daemon's, the webserver's, each run's)
+    "$bin/catalake" state || echo "catalake state: see above; the code location reads its catalog as it loads"
     "$bin/dagster-daemon" run -w workspace.yaml >"$state/daemon.log" 2>&1 &
     echo $! >"$state/daemon.pid"
     echo "dagster-daemon running (log: $state/daemon.log); the UI: http://127.0.0.1:$ui (Ctrl-C stops everything)"

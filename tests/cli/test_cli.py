@@ -114,7 +114,7 @@ def test_every_subcommand_help_opens_with_what_it_does(capsys):
     from catalake.cli import main
 
     for command in ("catalog show", "catalog validate", "schema show", "run", "tables", "sql", "dbt project",
-                    "validate", "drift", "replay", "docs"):
+                    "validate", "drift", "replay", "docs", "state"):
         with pytest.raises(SystemExit) as exit:
             main([*command.split(), "--help"])
         out = capsys.readouterr().out
@@ -122,3 +122,34 @@ def test_every_subcommand_help_opens_with_what_it_does(capsys):
         description = out.split("\n\n")[1].strip()
         assert description and not description.startswith(("positional", "options")), (command, out)
     assert "classify landed events of one day" in run("--help").stdout  # as the console script prints it
+
+
+def test_state_writes_what_every_load_reads_and_an_invalid_catalog_exits_1(tmp_path):
+    """`catalake state`, the bundled code location's `dg utils refresh-defs-state`: a load after it
+    reads the state (no warning, nothing written); from an invalid catalog it keeps the last valid
+    definitions and exits 1 naming the problem."""
+    import shutil
+
+    catalog = tmp_path / "catalog"
+    shutil.copytree(DEMO_CATALOG, catalog)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CATALAKE_", "DAGSTER_IS_DEV"))},
+           "CATALAKE_CATALOG": str(catalog), "CATALAKE_WAREHOUSE": str(tmp_path / "wh")}
+    state = subprocess.run([sys.executable, "-m", "catalake.cli", "state", "--no-analytics"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    path = tmp_path / "wh" / "catalog" / "state.json"
+    assert state.returncode == 0 and state.stdout.splitlines()[0] == f"the code location's state: {path}"
+    assert "9 message definition(s)" in state.stdout and "dbt models: no" in state.stdout
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    load = "import catalake.definitions as d; print(len(list(d.defs.resolve_all_asset_keys())))"
+    loaded = subprocess.run([sys.executable, "-c", load], env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert int(loaded.stdout.split()[-1]) == 15 and "NoStateWarning" not in loaded.stderr
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+    doc = catalog / "bikeshare.xreg.json"
+    doc.write_text(doc.read_text().replace('"envelope": "CloudEvents/1.0"', '"envelope": 42', 1))
+    invalid = subprocess.run([sys.executable, "-m", "catalake.cli", "state", "--no-analytics"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert invalid.returncode == 1 and "9 message definition(s)" in invalid.stdout
+    assert invalid.stderr.startswith(f"The message catalog is invalid: {doc}")
+

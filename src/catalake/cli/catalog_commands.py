@@ -1,5 +1,6 @@
 """`catalake catalog validate|show` and `catalake schema show`: the message definitions of catalogs
-given on the command line, their problems, and the Spark schema derived for one of them."""
+given on the command line, their problems, and the Spark schema derived for one of them.
+`catalake state`: the bundled code location's state, written from the configured catalog."""
 
 from __future__ import annotations
 
@@ -80,4 +81,27 @@ def schema_show(args) -> int:
     root = dtype if isinstance(dtype, StructType) else StructType([StructField("data", dtype, nullable)])
     print(f"{message.xid}  ({schema.format}, {schema.reference or 'inline'})")
     print(root.treeString().rstrip())
+    return 0
+
+
+def state_refresh(args) -> int:
+    """Write the state every load of the bundled code location (`catalake.definitions`) reads, as
+    `dg utils refresh-defs-state` does for a dg project: when deploying, before the code server
+    starts. With the analytics, the dbt project is prepared and parsed. A catalog that is invalid
+    keeps the last valid specs in the state, each saying what is wrong; exit 1."""
+    from catalake.defs.catalog.state import make_state, read_state, state_file, write_state
+    from catalake.defs.names import DEFAULT
+    from catalake.resources import Configured
+
+    configured = Configured.from_settings(Settings.from_env())
+    path = state_file(configured, DEFAULT)
+    analytics = not args.no_analytics
+    state = make_state(configured, DEFAULT, analytics, prepare_dbt=analytics, previous=read_state(path))
+    write_state(path, state)
+    print(f"the code location's state: {path}")
+    print(f"  {len(state.specs)} message definition(s), catalog fingerprint {(state.catalog_fingerprint or 'none')[:12]}, "
+          f"dbt models: {'yes' if state.manifest else 'no'}, first day: {state.first_day or 'the start_date setting, or none yet'}")
+    if state.error is not None:
+        print(f"{state.error} (the state keeps the last valid definitions)", file=sys.stderr)
+        return 1
     return 0
