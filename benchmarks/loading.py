@@ -68,15 +68,14 @@ def load(environment: dict, dbt: bool) -> dict:
 
 def write_state(environment: dict, analytics: bool) -> float:
     """The state as `dg utils refresh-defs-state` or a catalog run writes it; its seconds."""
-    from catalake.defs.catalog.state import make_state, state_file
-    from catalake.defs.catalog.state import write_state as write
+    from catalake.defs.catalog.state import refresh, state_file
     from catalake.defs.names import DEFAULT
     from catalake.platform.config import Settings
     from catalake.resources import Configured
 
     clock = time.perf_counter()
     configured = Configured.from_settings(Settings.from_env(environment))
-    write(state_file(configured, DEFAULT), make_state(configured, DEFAULT, analytics, prepare_dbt=analytics))
+    refresh(state_file(configured, DEFAULT), configured, DEFAULT, analytics)
     return time.perf_counter() - clock
 
 

@@ -47,11 +47,11 @@ from catalake.defs.catalog.state import (
     changed_files,
     file_keeper,
     flagged,
-    made_for,
     make_state,
-    read_state,
+    refresh,
     start_date,
     state_file,
+    state_for,
     write_state,
 )
 from catalake.defs.drift.assets import build_drift_asset, build_replay_job
@@ -218,15 +218,14 @@ class CatalakeComponent(StateBackedComponent, Resolvable):
         with the analytics, the dbt project prepared and parsed: what every load then reads."""
         pending = getattr(self, "_pending", None)  # made by a catalog run already
         if pending is None:
-            previous = read_state(state_path) if state_path.is_file() else None
-            pending = make_state(self.configured(getattr(self, "_folder", None)), self.names, self.analytics,
-                                 prepare_dbt=self.analytics, previous=previous)
-        write_state(state_path, pending)
+            refresh(state_path, self.configured(getattr(self, "_folder", None)), self.names, self.analytics)
+        else:
+            write_state(state_path, pending)
 
     def build_defs_from_state(self, context: ComponentLoadContext, state_path: Path | None) -> Definitions:
         r = self.configured(context.path)
-        state = read_state(state_path)
-        stored = state is not None and state.made_for == made_for(r, self.names)
+        state = state_for(state_path, r, self.names)
+        stored = state is not None
         if not stored:
             state = _without_state(r, self.names, self.analytics,
                                    f"`dg utils refresh-defs-state --defs-state-key '{self.defs_state_config.key}'`")
@@ -294,9 +293,9 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     r = configured or Configured.from_settings(settings or Settings.from_env())
     path = state_file(r, names)
     if os.environ.get("DAGSTER_IS_DEV_CLI"):  # as Dagster's state-backed components do under `dagster dev`
-        write_state(path, make_state(r, names, analytics, prepare_dbt=analytics, previous=read_state(path)))
-    state = read_state(path)
-    stored = state is not None and state.made_for == made_for(r, names)
+        refresh(path, r, names, analytics)
+    state = state_for(path, r, names)
+    stored = state is not None
     if not stored:
         state = _without_state(r, names, analytics, "A `catalake_job` run (`catalake run`, or from the UI)")
     return definitions_from_state(r, state, analytics, names, file_keeper(path, state, stored, analytics))
@@ -346,7 +345,7 @@ def definitions_from_state(r: Configured, state: LocationState, analytics: bool,
         jobs.append(build_analytics_job(partitions, analytics_assets, names))
     return Definitions(
         assets=assets,
-        asset_checks=[build_current_check(names, state, r, changed)],
+        asset_checks=[build_current_check(names, state, r)],
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions, names),
                    build_maintenance_schedule(maintenance_job, partitions, names)],

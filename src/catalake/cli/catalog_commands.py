@@ -89,15 +89,13 @@ def state_refresh(args) -> int:
     `dg utils refresh-defs-state` does for a dg project: when deploying, before the code server
     starts. With the analytics, the dbt project is prepared and parsed. A catalog that is invalid
     keeps the last valid specs in the state, each saying what is wrong; exit 1."""
-    from catalake.defs.catalog.state import make_state, read_state, state_file, write_state
+    from catalake.defs.catalog.state import refresh, state_file
     from catalake.defs.names import DEFAULT
     from catalake.resources import Configured
 
     configured = Configured.from_settings(Settings.from_env())
     path = state_file(configured, DEFAULT)
-    analytics = not args.no_analytics
-    state = make_state(configured, DEFAULT, analytics, prepare_dbt=analytics, previous=read_state(path))
-    write_state(path, state)
+    state = refresh(path, configured, DEFAULT, analytics=not args.no_analytics)
     print(f"the code location's state: {path}")
     print(f"  {len(state.specs)} message definition(s), catalog fingerprint {(state.catalog_fingerprint or 'none')[:12]}, "
           f"dbt models: {'yes' if state.manifest else 'no'}, first day: {state.first_day or 'the start_date setting, or none yet'}")

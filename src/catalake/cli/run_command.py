@@ -64,14 +64,14 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
         tables = Context(settings).tables
     except CatalogError:
         return False
-    from catalake.defs.catalog.state import changed_files, made_for, read_state, state_file
+    from catalake.defs.catalog.state import changed_files, state_file, state_for
     from catalake.defs.names import DEFAULT
     from catalake.resources import Configured
 
     suites = settings.local / SUITES_DIR
     configured = Configured.from_settings(settings)
-    state = read_state(state_file(configured, DEFAULT))
-    if state is None or state.made_for != made_for(configured, DEFAULT) or changed_files(state, configured):
+    state = state_for(state_file(configured, DEFAULT), configured, DEFAULT)
+    if state is None or changed_files(state, configured):
         return False
     if analytics:
         from catalake.defs.analytics.project import manifest_path

@@ -40,7 +40,7 @@ def _outcome(state: LocationState, configured: Configured) -> dict:
     }
 
 
-def build_current_check(names: Names, state: LocationState, configured: Configured, changed: list[str]):
+def build_current_check(names: Names, state: LocationState, configured: Configured):
     @asset_check(asset=names.catalog, name=CHECK, blocking=False,
                  description="The definitions this code location shows were made from the catalog as it is on disk "
                  "(WARN when a catalog file changed since its state was made: materialize `message_catalog`, then "

@@ -179,6 +179,21 @@ def read_state(path: Path | None) -> LocationState | None:
         return None
 
 
+def state_for(path: Path | None, configured: Configured, names: Names) -> LocationState | None:
+    """The state at `path` if it was made for these settings (None: none, or another warehouse,
+    prefix or owners: a load with those builds its own)."""
+    state = read_state(path)
+    return state if state is not None and state.made_for == made_for(configured, names) else None
+
+
+def refresh(path: Path, configured: Configured, names: Names, analytics: bool) -> LocationState:
+    """The state made now (with the analytics, the dbt project prepared and parsed), written at
+    `path` over the one there (whose specs it keeps while the catalog is invalid)."""
+    state = make_state(configured, names, analytics, prepare_dbt=analytics, previous=read_state(path))
+    write_state(path, state)
+    return state
+
+
 def state_file(configured: Configured, names: Names) -> Path:
     """Where the bundled code location (`definitions.py`, no dg project) keeps its state: the
     warehouse's local folder, one file per instance."""
