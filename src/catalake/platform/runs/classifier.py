@@ -15,6 +15,7 @@ tasks, one per piece of the day's files, and the executors do the rest.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 import gc
 from contextlib import contextmanager
@@ -290,10 +291,11 @@ class Classifier:
         return self.plan.write is None or name in self.plan.write
 
     # -- one task
-    def run(self, task: str, pieces: Sequence[Piece]) -> TaskResult:
-        """Classify the records of one task's pieces and write their tables' files (`task`
-        names the files: task number and attempt). The ordinary records are decided in bulk
-        (bulk.py) unless the plan says otherwise; every other one record by record."""
+    def run(self, task: str, pieces: Sequence[Piece], day: dt.date | None = None) -> TaskResult:
+        """Classify the records of one task's pieces of `day` (the plan's by default) and write
+        their tables' files into that day's partitions (`task` names the files: task number and
+        attempt). The ordinary records are decided in bulk (bulk.py) unless the plan says
+        otherwise; every other one record by record."""
         def records() -> Iterator[tuple[str, int, Any]]:
             for piece in pieces:
                 shown = self.source_file(piece)
@@ -302,7 +304,7 @@ class Classifier:
                     yield shown, line, raw
 
         bulk = Bulk(self) if self.plan.batch else None
-        return self._task(task, records(), self.classify if bulk is None else partial(self.take, bulk), bulk)
+        return self._task(task, records(), self.classify if bulk is None else partial(self.take, bulk), bulk, day)
 
     def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
         """Dead-letter rows of a day classified again (replay.py): a row of a reason the catalog
@@ -325,11 +327,13 @@ class Classifier:
         result.moved = moved
         return result
 
-    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable, bulk: Bulk | None = None) -> TaskResult:
-        self.result = result = TaskResult()
+    def _task(self, task: str, records: Iterable[tuple[str, int, Any]], handle: Callable, bulk: Bulk | None = None,
+              day: dt.date | None = None) -> TaskResult:
+        day = day or self.plan.day
+        self.result = result = TaskResult(day=day.isoformat())
         for spec in self.specs.values():
             spec.suite.reset()
-        with _few_collections(), TaskOutput(self.plan.warehouse, self.plan.day, f"{self.plan.run}-{task}") as self.output:
+        with _few_collections(), TaskOutput(self.plan.warehouse, day, f"{self.plan.run}-{task}") as self.output:
             for seq, (source_file, line, raw) in enumerate(records):
                 self.seq = seq
                 result.records += 1

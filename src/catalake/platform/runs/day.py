@@ -21,14 +21,14 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
 from .. import layouts, uris
 from ..errors import StorageError
-from ..landing.listing import check_root, display_path, list_day
-from ..landing.planning import plan_tasks, tiling_faults
+from ..landing.listing import DayListing, check_root, display_path, list_day
+from ..landing.planning import Piece, plan_tasks, tiling_faults
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
@@ -39,7 +39,7 @@ from ..uris import Location
 from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
-from .tasks import engine_for, execute, parallelism
+from .tasks import Task, engine_for, execute, parallelism
 
 
 def classify_partition(
@@ -48,6 +48,18 @@ def classify_partition(
     tables: Sequence[MessageTable],
     landing: str | Location,
     day: dt.date,
+    **options,
+) -> PartitionResult:
+    """Classify and write one day (`classify_days` of that day alone)."""
+    return classify_days(spark, store, tables, landing, [day], **options)[day]
+
+
+def classify_days(
+    spark: SparkSession | Callable[[], SparkSession],
+    store: DeltaStore,
+    tables: Sequence[MessageTable],
+    landing: str | Location,
+    days: Sequence[dt.date],
     *,
     only: set[str] | None = None,
     strict: bool = False,
@@ -57,153 +69,206 @@ def classify_partition(
     target_file_bytes: int = TARGET_FILE_BYTES,
     batch: bool = True,
     progress=lambda message: None,
-) -> PartitionResult:
-    """Classify and write one day. `only`: table names to write (a subset run); None = all,
-    the dead-letter table included. A day of at most `local_bytes` landed bytes is classified
-    by local Python processes instead of a Spark job (run_local), and `spark` (the session, or a
-    function starting it) is then not started; `result.engine` says which ran. Each table's
-    partition gets at most ceil(bytes / `target_file_bytes`) files (bounded_files)."""
+) -> dict[dt.date, PartitionResult]:
+    """Classify and write a day, or a range of days in one pass: one plan over all the days'
+    files, one Spark job (or local processes), and one Delta commit per table replacing every
+    day of the range. Each day keeps its own partition, counts, quality results and ledger.
+    `only`: table names to write (a subset run); None = all, the dead-letter table included. Days
+    of at most `local_bytes` landed bytes in all are classified by local Python processes
+    instead of a Spark job (run_local), and `spark` (the session, or a function starting it) is
+    then not started; each result's `engine` says which ran. Each table's partition gets at most
+    ceil(bytes / `target_file_bytes`) files (bounded_files)."""
+    days = sorted(set(days))
     clock = time.perf_counter()
     landing = check_root(landing)  # the root, opened once: what follows asks its fields
-    plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=only, strict=strict,
+    plan = new_plan(tables, store.root, days[0], ingested_at=ingested_at, write=only, strict=strict,
                     storage=uris.storage_environment(), landing=landing.uri, batch=batch)
     where = layouts.parse(layout)
-    listing = list_day(landing, day, where)
-    files = listing.files
-    for path in listing.skipped:
-        progress(f"{day}: skipped {display_path(path)}: a symbolic link (the landing root is a jail; links are not followed)")
-    for path in listing.ignored:
-        progress(f"{day}: not read: {display_path(path)}")
-    if listing.missing:
-        progress(f"{day}: WARNING: no folder of this day in the landing zone {landing.uri} "
-                 f"({where.describe(day)}, layout {where.name}): nothing was read")
+    listings = {day: list_day(landing, day, where) for day in days}
+    for day, listing in listings.items():
+        for path in listing.skipped:
+            progress(f"{day}: skipped {display_path(path)}: a symbolic link (the landing root is a jail; links are not followed)")
+        for path in listing.ignored:
+            progress(f"{day}: not read: {display_path(path)}")
+        if listing.missing:
+            progress(f"{day}: WARNING: no folder of this day in the landing zone {landing.uri} "
+                     f"({where.describe(day)}, layout {where.name}): nothing was read")
+    files = [f for listing in listings.values() for f in listing.files]
     seconds = {"listing": time.perf_counter() - clock}
     clock = time.perf_counter()
     engine, session = engine_for(sum(f.size for f in files), local_bytes, spark)
     seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
-    tasks = plan_tasks(files, parallelism(session) if session is not None else (os.cpu_count() or 2)) if files else []
-    faults = tiling_faults(files, tasks)
+    tasks = plan_day_tasks(listings, parallelism(session) if session is not None else (os.cpu_count() or 2))
+    faults = tiling_faults(files, [[p for _, pieces in task for p in pieces] for task in tasks])
+    span = f"{days[0]}" if len(days) == 1 else f"{days[0]} to {days[-1]}"
     if faults:  # never expected: the planner cuts each file once, at line ends
-        raise StorageError(f"{day}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
-    progress(f"{day}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
-    # this run replaces the day's partitions: a stopped replay's commits are moot
-    with day_run(store, plan, tables, replace=True, sweep=True, progress=progress) as sweep:
+        raise StorageError(f"{span}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
+    progress(f"{span}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
+    # this run replaces the days' partitions: a stopped replay's commits are moot
+    with day_run(store, plan, tables, days, replace=True, sweep=True, progress=progress) as sweep:
         clock = time.perf_counter()
         merged = execute(plan, tasks, session)
+        merged = {day: merged.get(day) or Merged() for day in days}
         seconds["job"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        fed = set(merged.written)
-        merged.written = bounded_files(session, store, plan, merged.written, target_file_bytes, progress)
+        fed = {day: set(m.written) for day, m in merged.items()}
+        for day, written in bounded_files(session, store, plan, {d: m.written for d, m in merged.items()},
+                                          target_file_bytes, progress).items():
+            merged[day].written = written
         seconds["merge"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        ledger.forget(store.root, day)  # the day is read anew: what increments read is moot
-        result = _commit(store, plan, tables, merged, progress)
-        sweep.committed(fed, {os.path.basename(f.path) for files in merged.written.values() for f in files})
-        if only is None:  # every table now holds what these files hold: increments go on from here
-            ledger.record_full(store.root, day, plan.run, files, merged.kept())
+        for day in days:
+            ledger.forget(store.root, day)  # the day is read anew: what increments read is moot
+        results = _commit(store, plan, tables, merged, progress)
+        for day in days:
+            sweep.committed(day, fed[day], {os.path.basename(f.path) for files in merged[day].written.values() for f in files})
+            if only is None:  # every table now holds what these files hold: increments go on from here
+                ledger.record_full(store.root, day, plan.run, listings[day].files, merged[day].kept())
         seconds["commits"] = time.perf_counter() - clock
-        result.seconds = {k: round(v, 3) for k, v in seconds.items()}
-        result.engine = engine
-        result.skipped = [display_path(p) for p in listing.skipped]
-        result.ignored = [display_path(p) for p in listing.ignored]
-        result.landing = "missing" if listing.missing else ("read" if files else "empty")
-        return result
+        for day, result in results.items():
+            listing = listings[day]
+            result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+            result.engine = engine
+            result.skipped = [display_path(p) for p in listing.skipped]
+            result.ignored = [display_path(p) for p in listing.ignored]
+            result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
+        return results
 
 
-def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[str, list[PartFile]], target: int,
-                  progress) -> dict[str, list[PartFile]]:
-    """Each table's files of the run, at most ceil(bytes / target) of them: a table fed by more
-    tasks than that has their files merged by one more job (many tables' merges a task, packed
-    by bytes: warehouse/merging.py) before anything is committed, rather than by a shuffle of
-    the rows between tasks (measured in benchmarks/RESULTS.md). The merged-from files are this
-    run's and uncommitted: the run's sweep removes them."""
-    folder = f"{PARTITION_COLUMN}={plan.day.isoformat()}"
+def plan_day_tasks(listings: Mapping[dt.date, DayListing], cores: int) -> list[Task]:
+    """The days' files cut into pieces and packed into tasks as one plan (plan_tasks: a range
+    of small days is a few tasks, not one a day), each task's pieces grouped by their day."""
+    day_of = {f.path: day for day, listing in listings.items() for f in listing.files}
+    if not day_of:
+        return []
+    tasks = []
+    for pieces in plan_tasks([f for listing in listings.values() for f in listing.files], cores):
+        days: dict[dt.date, list[Piece]] = {}
+        for piece in pieces:
+            days.setdefault(day_of[piece.path], []).append(piece)
+        tasks.append(sorted(days.items()))
+    return tasks
+
+
+def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[dt.date, dict[str, list[PartFile]]], target: int,
+                  progress) -> dict[dt.date, dict[str, list[PartFile]]]:
+    """Each table's files of the run in each day, at most ceil(bytes / target) of them: a table
+    fed by more tasks than that has their files merged by one more job (many tables' merges a
+    task, packed by bytes: warehouse/merging.py) before anything is committed, rather than by a
+    shuffle of the rows between tasks (measured in benchmarks/RESULTS.md). The merged-from files
+    are this run's and uncommitted: the run's sweep removes them."""
     merges, kept = [], {}
-    for name, files in written.items():
-        groups = merge_groups(files, target)
-        merged_from = {f.path for group in groups for f in group}
-        kept[name] = [f for f in files if f.path not in merged_from]
-        merges += [Merge(name, group, f"{folder}/part-{plan.run}-merged-{len(merges) + i}.zstd.parquet")
-                   for i, group in enumerate(groups)]
+    for day, tables in written.items():
+        folder = f"{PARTITION_COLUMN}={day.isoformat()}"
+        kept[day] = {}
+        for name, files in tables.items():
+            groups = merge_groups(files, target)
+            merged_from = {f.path for group in groups for f in group}
+            kept[day][name] = [f for f in files if f.path not in merged_from]
+            merges += [(day, Merge(name, group, f"{folder}/part-{plan.run}-merged-{len(merges) + i}.zstd.parquet"))
+                       for i, group in enumerate(groups)]
     if not merges:
         return written
-    outputs = run_merges(session, store.root, merges)
-    for merge, output in zip(merges, outputs):
-        kept[merge.table].append(output)
-    progress(f"{plan.day}: {sum(len(m.inputs) for m in merges)} file(s) of {len({m.table for m in merges})} table(s) "
-             f"merged into {len(merges)} (at most one per {target >> 20} MiB a table-partition)")
+    outputs = run_merges(session, store.root, [merge for _, merge in merges])
+    for (day, merge), output in zip(merges, outputs):
+        kept[day][merge.table].append(output)
+    progress(f"{plan.day}: {sum(len(m.inputs) for _, m in merges)} file(s) of {len({m.table for _, m in merges})} "
+             f"table(s) merged into {len(merges)} (at most one per {target >> 20} MiB a table-partition)")
     return kept
 
 
 class Sweep:
-    """What a run's sweep looks at once it committed: the tables its tasks wrote files into
-    (a task attempt that failed or ran twice writes into no other) and the names of every file
-    it committed, so that no other table is listed and no table's log read."""
+    """What a run's sweep looks at once it committed: per day, the tables its tasks wrote files
+    into (a task attempt that failed or ran twice writes into no other) and the names of every
+    file it committed, so that no other table is listed and no table's log read."""
 
-    def __init__(self, names: Sequence[str]):
-        self.names, self.files = list(names), None
+    def __init__(self, names: Sequence[str], days: Sequence[dt.date]):
+        self.names, self.days = list(names), list(days)
+        self.tables: dict[dt.date, list[str]] = {day: self.names for day in days}
+        self.files: dict[dt.date, set[str] | None] = {day: None for day in days}
 
-    def committed(self, tables: set[str], files: set[str]) -> None:
-        self.names, self.files = [n for n in self.names if n in tables], files
+    def committed(self, day: dt.date, tables: set[str], files: set[str]) -> None:
+        self.tables[day], self.files[day] = [n for n in self.names if n in tables], files
 
 
 @contextmanager
-def day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], *, replace: bool, sweep: bool, progress):
-    """A run of the day, recorded while it runs (recovery.py): what killed runs and replays of the
-    day left is removed first (`replace`: a stopped replay's journal is dropped too). The files of
-    this run no commit took are removed after a failure, and after success when `sweep` (Spark
-    task attempts that failed or ran twice; local tasks run once), of the tables and against the
-    files the yielded Sweep names once the run says what it committed."""
+def day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], days: Sequence[dt.date] | None = None, *,
+            replace: bool, sweep: bool, progress):
+    """A run of the day (or of each of `days`), recorded while it runs (recovery.py): what
+    killed runs and replays of the days left is removed first (`replace`: a stopped replay's
+    journal is dropped too). The files of this run no commit took are removed after a failure,
+    and after success when `sweep` (Spark task attempts that failed or ran twice; local tasks run
+    once), of the tables and against the files the yielded Sweep names once the run says what it
+    committed."""
+    days = list(days or [plan.day])
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
-    recovery.recover_day(store, plan.day, names, replace=replace, progress=progress)
-    swept = Sweep(names)
-    with recovery.recorded(store.root, plan.run, plan.day, kind="run"):
+    for day in days:
+        recovery.recover_day(store, day, names, replace=replace, progress=progress)
+    swept = Sweep(names, days)
+    with recovery.recorded(store.root, plan.run, days, kind="run"):
         try:
             yield swept
         except BaseException:
-            recovery.remove_orphans(store, plan.run, plan.day, names)
+            for day in days:
+                recovery.remove_orphans(store, plan.run, day, names)
             raise
         if sweep:
-            recovery.remove_orphans(store, plan.run, plan.day, swept.names, committed=swept.files)
+            for day in days:
+                recovery.remove_orphans(store, plan.run, day, swept.tables[day], committed=swept.files[day])
 
 
-def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, progress) -> PartitionResult:
-    day = plan.day
-    result = PartitionResult(partition=day.isoformat(), records=merged.records, tasks=merged.tasks,
-                             deadletter=merged.deadletter, files=merged.per_file)
-    rows, written = merged.rows, merged.written
-    progress(f"{day}: {result.records} record(s) classified in {merged.tasks} task(s)")
+def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: dict[dt.date, Merged],
+            progress) -> dict[dt.date, PartitionResult]:
+    """One Delta commit per table for all the run's days: every day's files of the table, each
+    day's partition replaced. Returns each day's result."""
+    days = list(merged)
+    results = {day: PartitionResult(partition=day.isoformat(), records=m.records, tasks=m.tasks,
+                                    deadletter=m.deadletter, files=m.per_file) for day, m in merged.items()}
+    for day, m in merged.items():
+        progress(f"{day}: {m.records} record(s) classified in {m.tasks} task(s)")
 
     writes = plan.write
-    # every table the partition feeds, and every table that held rows of it before (emptied)
-    touched = [t for t in tables if (writes is None or t.name in writes) and (t.name in rows or store.has_partition(t.name, day))]
-    loads = [t.name for t in touched] + ([DEADLETTER_TABLE] if writes is None or DEADLETTER_TABLE in writes else [])
+    # per day, every table the day feeds and every table that held rows of it before (emptied)
+    candidates = [t for t in tables if writes is None or t.name in writes]
+    if len(days) == 1:
+        held = {t.name: {days[0]} if store.has_partition(t.name, days[0]) else set() for t in candidates}
+    else:  # one listing a table, not one a table and day
+        held = {t.name: store.partition_days(t.name) for t in candidates}
+    touched = {day: [t for t in candidates if t.name in merged[day].rows or day in held[t.name]] for day in days}
+    names = list(dict.fromkeys(t.name for day in days for t in touched[day]))
+    deadletters = writes is None or DEADLETTER_TABLE in writes
+    loads = names + ([DEADLETTER_TABLE] if deadletters else [])
     # each table's log loaded once, all of them first and in threads, for the sync, the commit and the count
     with store.loaded_once(loads, threads=store.commit_threads):
-        sync_message_tables(store, touched)  # created / evolved as the catalog says
-        commits = {t.name: written.get(t.name, []) for t in touched}
-        if writes is None or DEADLETTER_TABLE in writes:
+        sync_message_tables(store, [t for t in tables if t.name in set(names)])  # created / evolved as the catalog says
+        commits = {name: {day: merged[day].written.get(name, []) for day in days
+                          if any(t.name == name for t in touched[day])} for name in names}
+        if deadletters:
             ensure_deadletter(store)
-            commits[DEADLETTER_TABLE] = written.get(DEADLETTER_TABLE, [])
-        stray = set(written) - set(commits)
+            commits[DEADLETTER_TABLE] = {day: merged[day].written.get(DEADLETTER_TABLE, []) for day in days}
+        stray = {name for m in merged.values() for name in m.written} - set(commits)
         if stray:
             raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
         with ThreadPoolExecutor(min(store.commit_threads, max(len(commits), 1))) as pool:
             committed = dict(zip(commits, pool.map(
-                lambda item: store.commit_partition(item[0], item[1], PARTITION_COLUMN, day), commits.items())))
-        result.versions = {name: c.version for name, c in committed.items()}
-        result.stored = {name: c.rows for name, c in committed.items()}
-        result.partition_files = {name: c.files for name, c in committed.items()}
-    progress(f"{day}: committed {len(commits)} table(s)")
+                lambda item: store.commit_partitions(item[0], item[1], PARTITION_COLUMN), commits.items())))
+    for name, by_day in committed.items():
+        for day, c in by_day.items():
+            results[day].versions[name] = c.version
+            results[day].stored[name] = c.rows
+            results[day].partition_files[name] = c.files
+    progress(f"{plan.day if len(days) == 1 else f'{days[0]} to {days[-1]}'}: committed {len(commits)} table(s)")
 
-    for table in touched:
-        result.written.append(table.name)
-        result.tables[table.message.xid] = rows.get(table.name, 0)
-        if table.name in merged.tallies:
-            result.quality[table.name] = table_quality(table, merged.tallies[table.name], plan.strict)
-    if DEADLETTER_TABLE in commits:
-        result.written.append(DEADLETTER_TABLE)
-    return result
+    for day, result in results.items():
+        m = merged[day]
+        for table in touched[day]:
+            result.written.append(table.name)
+            result.tables[table.message.xid] = m.rows.get(table.name, 0)
+            if table.name in m.tallies:
+                result.quality[table.name] = table_quality(table, m.tallies[table.name], plan.strict)
+        if deadletters:
+            result.written.append(DEADLETTER_TABLE)
+    return results
 
 
 def ensure_deadletter(store: DeltaStore) -> None:
@@ -216,15 +281,18 @@ def ensure_deadletter(store: DeltaStore) -> None:
 
 
 def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int,
-                 stored: dict[str, int | None] | None = None) -> tuple[bool, dict]:
+                 stored: dict[str, int | None] | None = None, held: set[str] | None = None) -> tuple[bool, dict]:
     """Records read == rows of `day` in the per-message tables + dead-letter rows (row counts
     from each table's Delta log). `stored`: the counts of tables the run just committed, from the
-    snapshot each commit left loaded (PartitionResult.stored): their logs are not read again."""
+    snapshot each commit left loaded (PartitionResult.stored): their logs are not read again.
+    `held`: the tables that may hold rows of the day, when the run knows them (a full run
+    committed every one of them, PartitionResult.written); else each table's folder is looked at."""
     stored = {n: rows for n, rows in (stored or {}).items() if rows is not None}
     names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE]
-             if n not in stored and store.has_partition(n, day) and store.exists(n)]
+             if n not in stored and (n in held if held is not None else store.has_partition(n, day)) and store.exists(n)]
     with ThreadPoolExecutor(store.commit_threads) as pool:  # one Delta log read per table
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
-    counts.update({n: rows for n, rows in stored.items() if rows or store.has_partition(n, day)})
+    counts.update({n: rows for n, rows in stored.items()
+                   if rows or (n in held if held is not None else store.has_partition(n, day))})
     stored = sum(counts.values())
     return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}

@@ -92,7 +92,7 @@ def classify_increment(
                  f"task(s) on {result.engine.describe()}")
         with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
             clock = time.perf_counter()
-            merged = execute(plan, tasks, session)
+            merged = execute(plan, [[(day, task)] for task in tasks], session).get(day) or Merged()
             seconds["job"] = time.perf_counter() - clock
             clock = time.perf_counter()
             _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result,

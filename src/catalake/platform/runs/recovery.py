@@ -55,17 +55,19 @@ def _runs_folder(root: str) -> tuple[pafs.FileSystem, str]:
 
 
 @contextlib.contextmanager
-def recorded(root: str, run: str, day: dt.date, kind: str = "run", lease: float | None = None) -> Iterator[None]:
-    """Record run `run` (kind "run": a partition run, "replay" or "compaction") of `day` under the
-    warehouse `root` while the block runs, its heartbeat rewritten every quarter of the lease.
-    The record stays after the block while the day's journal is this run's: the journal's files
-    are the run's until the journal is rolled forward or dropped."""
+def recorded(root: str, run: str, day: dt.date | Sequence[dt.date], kind: str = "run",
+             lease: float | None = None) -> Iterator[None]:
+    """Record run `run` (kind "run": a partition run, "replay" or "compaction") of `day` (or of
+    each of a range's days) under the warehouse `root` while the block runs, its heartbeat
+    rewritten every quarter of the lease. The record stays after the block while a day's journal
+    is this run's: the journal's files are the run's until the journal is rolled forward or dropped."""
+    days = [day] if isinstance(day, dt.date) else list(day)
     filesystem, folder = _runs_folder(root)
     uris.make_folders(filesystem, folder)
     path = f"{folder}/{run}.json"
     owner = liveness.Owner.current()
-    record = {"run": run, "kind": kind, "day": day.isoformat(), "host": owner.host, "pid": owner.pid,
-              "identity": owner.identity}
+    record = {"run": run, "kind": kind, "day": days[0].isoformat(), "host": owner.host, "pid": owner.pid,
+              "identity": owner.identity, **({"days": [d.isoformat() for d in days]} if len(days) > 1 else {})}
 
     def beat(now: float) -> None:  # whole or not at all: a reader never sees half a record
         _write_whole(filesystem, path, json.dumps({**record, "heartbeat": now}).encode())
@@ -76,8 +78,7 @@ def recorded(root: str, run: str, day: dt.date, kind: str = "run", lease: float 
         with liveness.heartbeat(beat, lease / 4):
             yield
     finally:
-        journal = journal_of(root, day)
-        if journal is None or journal.get("run") != run:
+        if not any((journal_of(root, d) or {}).get("run") == run for d in days):
             with contextlib.suppress(FileNotFoundError):
                 filesystem.delete_file(path)
 
@@ -120,9 +121,17 @@ def _records(root: str) -> list[dict]:
 
 
 def crashed(root: str, day: dt.date, lease: float | None = None) -> list[str]:
-    """Runs and replays of `day` whose driver process is gone (liveness.judge)."""
+    """Runs and replays of `day` (or of a range of days that holds it) whose driver process is
+    gone (liveness.judge)."""
+    return sorted(crashed_days(root, day, lease))
+
+
+def crashed_days(root: str, day: dt.date, lease: float | None = None) -> dict[str, list[dt.date]]:
+    """The runs of `crashed`, each with every day it was recorded for (a run of a range of days
+    left files in each of them)."""
     lease = liveness.lease_seconds() if lease is None else lease
-    return sorted(r["run"] for r in _records(root) if r.get("day") == day.isoformat() and not _verdict(r, lease).alive)
+    return {r["run"]: [dt.date.fromisoformat(d) for d in r.get("days", [r.get("day")])] for r in _records(root)
+            if day.isoformat() in r.get("days", [r.get("day")]) and not _verdict(r, lease).alive}
 
 
 def protected(root: str, lease: float | None = None) -> Callable[[str], bool]:
@@ -258,8 +267,10 @@ def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replac
         moved = journal_moves(journal)
         progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: "
                  f"{', '.join(made) or 'none left'} ({sum(moved.values())} row(s) moved)")
-    for run in crashed(store.root, day):
-        progress(f"{day}: removing the uncommitted files of run {run}, whose process is gone")
-        remove_orphans(store, run, day, names)
+    for run, days in sorted(crashed_days(store.root, day).items()):
+        progress(f"{day}: removing the uncommitted files of run {run}, whose process is gone"
+                 + (f" (of its {len(days)} days)" if len(days) > 1 else ""))
+        for each in days:  # all of them: the record goes with this
+            remove_orphans(store, run, each, names)
         forget(store.root, run)
     return moved

@@ -140,8 +140,9 @@ class TaskOutput:
 
 @dataclass
 class TaskResult:
-    """What an executor reports for one task."""
+    """What an executor reports for one task's records of one day."""
 
+    day: str = ""  # the partition its rows went to (ISO)
     records: int = 0
     files: dict[str, list[PartFile]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
@@ -153,7 +154,7 @@ class TaskResult:
 
     def summary(self) -> dict:
         """What crosses back to the driver (as JSON), merged there by `results.Merged`."""
-        return {"records": self.records, "files": self.files, "rows": self.rows, "tallies": self.tallies,
+        return {"day": self.day, "records": self.records, "files": self.files, "rows": self.rows, "tallies": self.tallies,
                 "deadletter": self.deadletter, "per_file": self.per_file, "moved": self.moved}
 
 

@@ -7,10 +7,11 @@ one JSON summary per task (`TASK_OUTPUT`); the driver merges them (results.Merge
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -24,6 +25,9 @@ from .results import LOCAL, NOTHING, Engine, Merged
 from .taskio import TaskResult
 
 TASK_OUTPUT = "task int, json string"
+# what one task classifies: the pieces of each day it reads (a run of a range of days packs
+# several days' pieces into one task; each day's rows go to that day's partitions)
+Task = Sequence[tuple[dt.date, Sequence[Piece]]]
 IN_PROCESS_BYTES = 8 << 20  # tasks reading at most this much run in the calling process
 
 
@@ -113,23 +117,26 @@ def spark_tasks(plan: Plan, work: Work):
     return run
 
 
-def _run_tasks(plan: Plan, tasks: list[list[Piece]]):
-    """The function of a partition run's Spark job: task ids in, one JSON summary per task out."""
+def _run_tasks(plan: Plan, tasks: list[Task]):
+    """The function of a partition run's Spark job: task ids in, one JSON summary per task and
+    day out."""
     def work(classifier: Classifier, batches: Iterator[pa.RecordBatch], partition: int, attempt: int):
         for batch in batches:
             for task in batch.column(0).to_pylist():
-                yield task, classifier.run(f"{task}.{attempt}", tasks[task])
+                for day, pieces in tasks[task]:
+                    yield task, classifier.run(f"{task}.{attempt}", pieces, day)
 
     return spark_tasks(plan, work)
 
 
-def _local_task(work: tuple[Plan, int, list[Piece]]) -> dict:
+def _local_task(work: tuple[Plan, int, Task]) -> list[dict]:
     """One task in a local worker process (run_local)."""
-    plan, task, pieces = work
-    return classifier_for(plan).run(f"{task}.0", pieces).summary()
+    plan, task, days = work
+    classifier = classifier_for(plan)
+    return [classifier.run(f"{task}.0", pieces, day).summary() for day, pieces in days]
 
 
-def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
+def run_local(plan: Plan, tasks: list[Task]) -> list[dict]:
     """The tasks of a small increment (of every run with CATALAKE_ENGINE=local) in local Python
     processes: the same classifier and files as the Spark job, without waiting for a JVM to start (spawned, not forked: the driver holds
     threads, and delta-rs' runtime does not survive a fork). A few megabytes (an increment, a
@@ -137,22 +144,33 @@ def run_local(plan: Plan, tasks: list[list[Piece]]) -> list[dict]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    if sum(p.length for t in tasks for p in t) <= IN_PROCESS_BYTES:
-        return [_local_task((plan, i, t)) for i, t in enumerate(tasks)]
+    if sum(p.length for t in tasks for _, pieces in t for p in pieces) <= IN_PROCESS_BYTES:
+        return [s for i, t in enumerate(tasks) for s in _local_task((plan, i, t))]
 
     workers = min(len(tasks), os.cpu_count() or 2)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]))
+        return [s for summaries in pool.map(_local_task, [(plan, i, t) for i, t in enumerate(tasks)]) for s in summaries]
 
 
-def execute(plan: Plan, tasks: list[list[Piece]], session: SparkSession | None) -> Merged:
-    """The tasks' summaries merged: one Spark job, or local processes when there is no session."""
+def execute(plan: Plan, tasks: list[Task], session: SparkSession | None) -> dict[dt.date, Merged]:
+    """The tasks' summaries merged per day: one Spark job, or local processes when there is no
+    session. A day no task reads has no entry."""
     if not tasks:
-        return Merged()
+        return {}
     if session is None:
-        return Merged.of(run_local(plan, tasks))
-    with job_group(session, f"catalake-classify-{plan.day}", f"classify {plan.day}: {len(tasks)} task(s)"):
+        return _by_day(run_local(plan, tasks))
+    days = sorted({day for task in tasks for day, _ in task})
+    span = f"{days[0]}" if len(days) == 1 else f"{days[0]} to {days[-1]} ({len(days)} days)"
+    with job_group(session, f"catalake-classify-{days[0]}", f"classify {span}: {len(tasks)} task(s)"):
         rows = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(_run_tasks(plan, tasks), TASK_OUTPUT).collect()
-    if sorted(r["task"] for r in rows) != list(range(len(tasks))):
-        raise StorageError(f"{plan.day}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
-    return Merged.of([json.loads(r["json"]) for r in rows])
+    expected = sorted(i for i, task in enumerate(tasks) for _ in task)
+    if sorted(r["task"] for r in rows) != expected:
+        raise StorageError(f"{span}: task results {sorted(r['task'] for r in rows)} for {len(tasks)} task(s)")
+    return _by_day([json.loads(r["json"]) for r in rows])
+
+
+def _by_day(summaries: list[dict]) -> dict[dt.date, Merged]:
+    days: dict[str, list[dict]] = {}
+    for summary in summaries:
+        days.setdefault(summary["day"], []).append(summary)
+    return {dt.date.fromisoformat(day): Merged.of(found) for day, found in sorted(days.items())}

@@ -55,24 +55,31 @@ def _committed_version(table: DeltaTable, commit: str, read_version: int) -> int
     return table.version()
 
 
+def replaced(replace: dict) -> tuple[str, set[str]]:
+    """The column and the values of the partitions an overwrite replaces: `{column: value}`, or
+    `{column: [values]}` for a run of a range of days (one commit for all of them)."""
+    (column, values), = replace.items()
+    return column, set(values) if isinstance(values, (list, tuple, set, frozenset)) else {values}
+
+
 def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version: int, mine: set[str],
                        replace: dict) -> None:
     """After a partition overwrite committed at `version` from the snapshot `read_version`: the
-    files another writer added to that partition in between were not in the snapshot, so the
+    files another writer added to those partitions in between were not in the snapshot, so the
     overwrite did not remove them (delta-rs checks a transaction of given actions as a blind
     append). They are removed now, in one more commit, so the partition holds exactly one
     writer's rows. A writer that commits later does the same for these files: the last one wins.
     `table` is left loaded at the newest version."""
     if version <= read_version + 1:
         return
-    (column, value), = replace.items()
+    column, values = replaced(replace)
     filesystem, base = uris.filesystem(root)
     added: set[str] = set()
     for between in range(read_version + 1, version):
         with filesystem.open_input_stream(f"{base}/_delta_log/{between:020d}.json") as log:
             for line in log.read().splitlines():
                 action = json.loads(line).get("add")
-                if action and partition_value((action.get("partitionValues") or {}).get(column)) == value:
+                if action and partition_value((action.get("partitionValues") or {}).get(column)) in values:
                     added.add(unquote(action["path"]))
     for attempt in range(COMMIT_ATTEMPTS):
         table.update_incremental()
@@ -82,7 +89,9 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
         if not stale:
             return
         now = int(time.time() * 1000)
-        removes = [RemoveAction(path=p, data_change=True, deletion_timestamp=now, size=n, partition_values={column: value})
+        of = {unquote(p): v for p, v in zip(current.get("path", []), current.get(f"partition.{column}", []))}
+        removes = [RemoveAction(path=p, data_change=True, deletion_timestamp=now, size=n,
+                                partition_values={column: partition_value(of[unquote(p)])})
                    for p, n in stale]
         try:
             table.create_write_transaction(removes, mode="append", schema=table.schema(),
@@ -97,18 +106,22 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
 
 def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
            table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable, bool]:
-    """Driver side: one Delta transaction adding `files` (replacing the partition in `replace`);
+    """Driver side: one Delta transaction adding `files` (replacing the partitions in `replace`,
+    `{column: value}` or `{column: [values]}`);
     returns the table's new version, the table, and whether the table was loaded again after
     the commit. It was not when the commit is the only version after the snapshot it was made
     from (only_new_version): the table is then that snapshot, and the new version is it plus
     this commit's actions. `table`: the table as just loaded (on object storage each load is
     several requests)."""
+    filters = None
     if replace:
-        (col, value), = replace.items()
-        stray = {f.partition_values.get(col) for f in files} - {value}
+        col, values = replaced(replace)
+        stray = {f.partition_values.get(col) for f in files} - values
         if stray:
             remove_files(root, files)
-            raise StorageError(f"overwrite of partition {col}={value} in {root} got rows for {sorted(map(str, stray))}")
+            raise StorageError(f"overwrite of partition {col}={', '.join(sorted(values))} in {root} got rows for "
+                               f"{sorted(map(str, stray))}")
+        filters = [(col, "=", *values)] if len(values) == 1 else [(col, "in", sorted(values))]
     now = int(time.time() * 1000)
     actions = [
         AddAction(
@@ -121,7 +134,6 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
         )
         for f in files
     ]
-    filters = [(col, "=", value) for col, value in (replace or {}).items()] or None
     commit = uuid.uuid4().hex
     for attempt in range(COMMIT_ATTEMPTS):
         if table is None or attempt:

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -226,22 +226,35 @@ class DeltaStore:
         empties the partition. The files are removed when the commit fails, unless
         `keep_on_failure` (a replay's journal names them). Returns the new version and the
         partition's rows in the table as loaded after the commit (no log read again)."""
-        written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
+        return self.commit_partitions(name, {value: files}, column, keep_on_failure=keep_on_failure)[value]
+
+    def commit_partitions(self, name: str, files: Mapping[Any, Sequence[PartFile]], column: str, *,
+                          keep_on_failure: bool = False) -> "dict[Any, Committed]":
+        """Replace partitions `column=value` of a table, each with the Parquet files already
+        written into it (`files`: value -> PartFiles; none empties that partition), in one Delta
+        commit: a run of a range of days commits each table once. The files are removed when the
+        commit fails, unless `keep_on_failure`. Returns, per value, the new version and the
+        partition's rows and files in the table as loaded after the commit (no log read again)."""
+        written = [WrittenFile(path, size, {column: partition_value(value)}, rows)
+                   for value, part in files.items() for path, size, rows in part]
         path = self.path(name)
         try:
             table = self._table(name)
             if column not in table.metadata().partition_columns:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
-            version, table, reloaded = commit(path, written, [column], {column: partition_value(value)},
+            version, table, reloaded = commit(path, written, [column], {column: [partition_value(v) for v in files]},
                                               overwrite=True, table=table)
         except BaseException:
             if not keep_on_failure:
                 remove_files(path, written)
             raise
         if reloaded:
-            return _committed(version, table, column, value)
+            counts = _partition_counts(table, column)
+            return {value: Committed(version, *counts.get(partition_value(value), (0, 0))) for value in files}
         self._forget(name)  # the snapshot before the commit: loaded again when next read
-        return Committed(version, _rows(written), len(written))  # the partition is these files
+        # each partition is these files
+        return {value: Committed(version, _rows([w for w in written if w.partition_values[column] == partition_value(value)]),
+                                 len(part)) for value, part in files.items()}
 
     def append_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
                          keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> "Committed | None":
@@ -392,6 +405,20 @@ class DeltaStore:
         filesystem, path = uris.filesystem(uris.join(self.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
         return filesystem.get_file_info(path).type == pafs.FileType.Directory
 
+    def partition_days(self, name: str) -> set[dt.date]:
+        """The days the table may hold rows of: its partition folders, in one listing (a run of a
+        range asks this once a table, not once a table and day)."""
+        filesystem, path = uris.filesystem(self.path(name))
+        prefix = f"{PARTITION_COLUMN}="
+        days = set()
+        for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+            if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix):
+                try:
+                    days.add(dt.date.fromisoformat(info.base_name[len(prefix):]))
+                except ValueError:
+                    continue
+        return days
+
     def partition_rows(self, name: str, column: str, value) -> int:
         """Rows in one partition, from the Delta log's per-file statistics (counted by Spark
         where a file has none)."""
@@ -434,18 +461,25 @@ class Committed:
     files: int = 0  # the partition's files after the commit
 
 
-def _committed(version: int, table: DeltaTable, column: str, value) -> Committed:
-    """A commit's version, with the partition's rows and files in the snapshot it left loaded
-    (from the per-file statistics of its log: no data read). The snapshot's files are filtered
-    in Arrow: a table holds every day's files, and only one partition's are counted."""
+def _partition_counts(table: DeltaTable, column: str) -> dict[str, tuple[int | None, int]]:
+    """Each partition's rows and files in a loaded snapshot, from the per-file statistics of its
+    log (no data read; rows None where a file has no count), counted in Arrow."""
     actions = pa.table(table.get_add_actions(flatten=True))  # arro3 -> pyarrow
     if actions.num_rows == 0 or f"partition.{column}" not in actions.column_names:
-        return Committed(version, 0, 0)
+        return {}
     parts = actions.column(f"partition.{column}")
-    mine = pc.equal(parts if pa.types.is_string(parts.type) else pc.cast(parts, pa.string()), partition_value(value))
-    counts = actions.column("num_records").filter(mine)
-    files = len(counts)
-    return Committed(version, None if counts.null_count else int(pc.sum(counts).as_py() or 0), files)
+    parts = parts if pa.types.is_string(parts.type) else pc.cast(parts, pa.string())
+    rows = actions.column("num_records")
+    grouped = pa.table({"part": parts, "rows": rows, "missing": pc.is_null(rows)}).group_by("part").aggregate(
+        [("rows", "sum"), ("missing", "any"), ("missing", "count")])
+    return {part: (None if missing else int(total or 0), files) for part, total, missing, files in zip(
+        *(grouped.column(c).to_pylist() for c in ("part", "rows_sum", "missing_any", "missing_count")))}
+
+
+def _committed(version: int, table: DeltaTable, column: str, value) -> Committed:
+    """A commit's version, with the partition's rows and files in the snapshot it left loaded
+    (from the per-file statistics of its log: no data read)."""
+    return Committed(version, *_partition_counts(table, column).get(partition_value(value), (0, 0)))
 
 
 def _rows(files: Sequence[WrittenFile]) -> int | None:
