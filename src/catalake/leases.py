@@ -28,7 +28,7 @@ import contextlib
 import os
 import sys
 import time
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from dagster import (
     DagsterEventType,
@@ -124,6 +124,70 @@ def pass_dead_runs(instance, runs, by: str, lease: float | None = None) -> list:
             instance.report_run_failed(current, message)
         passed.append((current, why.reason))
     return passed
+
+
+# -- the days a run holds
+
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+BUSY = (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
+POLL_SECONDS = 1.0
+
+
+def days_of(tags: Mapping[str, str]) -> set[str]:
+    """The daily partitions a run writes, from its tags: its partition, or every day of its
+    range (a backfill's run of several days)."""
+    import datetime as dt
+
+    if PARTITION_TAG in tags:
+        return {tags[PARTITION_TAG]}
+    start, end = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
+    try:
+        first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    except (TypeError, ValueError):  # no range, or not of days
+        return set()
+    return {(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)}
+
+
+def runs_in_progress(instance, days: Iterable[str] | None = None, job: str | None = None, before=None) -> list:
+    """The runs that are starting, started or being canceled and write one of `days` (or are
+    of `job`); with `before` (a run), only those created before it: two runs of one day each
+    wait for the older one, never for each other. The queue (deploy/dagster.yaml) holds a day's
+    queued runs behind such a run by its `dagster/partition` tag; a backfill's run of a range
+    has none, so runs also wait here (wait_for_days)."""
+    from dagster import RunsFilter
+
+    days = set(days) if days is not None else None
+    records = instance.get_run_records(filters=RunsFilter(job_name=job, statuses=list(BUSY)))
+    if before is not None:
+        mine = instance.get_run_record_by_id(before.run_id)
+        records = [r for r in records if r.dagster_run.run_id != before.run_id
+                   and (mine is None or r.create_timestamp < mine.create_timestamp)]
+    return [r.dagster_run for r in records if days is None or days & days_of(r.dagster_run.tags)]
+
+
+def wait_for_days(instance, days: Iterable[str], by: str = "catalake", run=None, say=None) -> None:
+    """Return once no other run writing one of `days` is in progress (with `run`: no such run
+    created before it). A run whose process is gone is marked failed and passed, saying so; a
+    live one is waited for, saying which process it waits for (`say`: stderr by default)."""
+    say = say or (lambda line: print(line, file=sys.stderr))
+    days = sorted(days)
+    span = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    named = set()
+    while busy := runs_in_progress(instance, days, before=run):
+        passed = pass_dead_runs(instance, busy, by)
+        for dead, why in passed:
+            say(f"{span}: run {dead.run_id} ({dead.job_name}) of the same days marked failed: {why}")
+        if passed:
+            continue
+        for other in busy:
+            if other.run_id not in named:
+                named.add(other.run_id)
+                owner = owner_of(other.tags)
+                say(f"{span}: waiting for run {other.run_id} ({other.job_name}, {other.status.value}) of the same "
+                    f"days, {owner.describe() if owner else 'its process not yet known'} (a run whose process "
+                    "dies is marked failed and passed)")
+        time.sleep(POLL_SECONDS)
 
 
 class LeasedExecutor(Executor):

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     ss.add_argument("message", help="message id (or xid /messagegroups/g/messages/m)")
     ss.add_argument("--catalog", nargs="+", help="catalog files or directories (default: CATALAKE_CATALOG)")
     ss.set_defaults(func=catalog.schema_show)
-    run = sub.add_parser("run", help="classify landed events of one day or a range of days (one Dagster run per day)")
+    run = sub.add_parser("run", help="classify landed events of one day or a range of days (a run per range of days)")
     when = run.add_mutually_exclusive_group(required=True)
     when.add_argument("--date", help="one partition, YYYY-MM-DD")
     when.add_argument("--from", dest="start", help="first partition of a range, YYYY-MM-DD")

@@ -11,46 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from contextlib import contextmanager
-
-PARTITION_TAG = "dagster/partition"
-POLL_SECONDS = 1.0
-
-
-def runs_in_progress(instance, partition: str | None = None, job: str | None = None) -> list:
-    """The runs of `partition` (or of `job`) that are starting, started or being canceled: those
-    the queue counts against its limit of one a day (a queued one waits for this one in turn)."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    busy = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
-    return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: partition} if partition else None,
-                                                     job_name=job, statuses=busy)))
-
-
-def wait_for_day(instance, partition: str, by: str = "catalake") -> None:
-    """Return once no other run of `partition` is in progress. A run whose process is gone
-    (leases.py) is marked failed and passed, saying so; a live one is waited for, saying which
-    process it waits for."""
-    from catalake.leases import owner_of, pass_dead_runs
-
-    named = set()
-    while busy := runs_in_progress(instance, partition):
-        passed = pass_dead_runs(instance, busy, by)
-        for run, why in passed:
-            print(f"{partition}: run {run.run_id} ({run.job_name}) of the same day marked failed: {why}",
-                  file=sys.stderr)
-        if passed:
-            continue
-        for run in busy:
-            if run.run_id not in named:
-                named.add(run.run_id)
-                owner = owner_of(run.tags)
-                print(f"{partition}: waiting for run {run.run_id} ({run.job_name}, {run.status.value}) of the same "
-                      f"day, {owner.describe() if owner else 'its process not yet known'} (a run whose process "
-                      "dies is marked failed and passed)", file=sys.stderr)
-        time.sleep(POLL_SECONDS)
-
 
 class Launcher:
     """Runs of the definitions' jobs in this process. With a persistent instance and the code
@@ -74,12 +35,19 @@ class Launcher:
             self.defs = importlib.reload(location).defs
 
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
-            run_config: dict | None = None):
-        from catalake.leases import HEARTBEAT_TAG, command, owner_tags, pass_dead_runs
+            run_config: dict | None = None, last: str | None = None):
+        """A run of `job`, of `partition` or of the range of days `partition` to `last` (one run
+        of a backfill's range), once no run of those days is in progress."""
+        from catalake.leases import (HEARTBEAT_TAG, RANGE_END_TAG, RANGE_START_TAG, command, days_of, owner_tags,
+                                     pass_dead_runs, runs_in_progress, wait_for_days)
 
         by = command((tags or {}).get("catalake/launched_by", "catalake"))
-        if partition is not None:
-            wait_for_day(self.instance, partition, by=by)
+        if last is not None and last != partition:
+            tags = {**(tags or {}), RANGE_START_TAG: partition, RANGE_END_TAG: last}
+            wait_for_days(self.instance, days_of(tags), by=by)
+            partition = None
+        elif partition is not None:
+            wait_for_days(self.instance, [partition], by=by)
         else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
             pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
         tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts

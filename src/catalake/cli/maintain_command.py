@@ -66,13 +66,11 @@ def _pass_dead_runs(days) -> None:
     if not days or not os.environ.get("DAGSTER_HOME"):
         return
     from catalake.instance import dagster_instance
-    from catalake.leases import command, pass_dead_runs
-
-    from .launching import runs_in_progress
+    from catalake.leases import command, pass_dead_runs, runs_in_progress
 
     with dagster_instance() as instance:
         for day in days:
-            for run, why in pass_dead_runs(instance, runs_in_progress(instance, day.isoformat()),
+            for run, why in pass_dead_runs(instance, runs_in_progress(instance, [day.isoformat()]),
                                                command("catalake maintain")):
                 print(f"{day}: run {run.run_id} ({run.job_name}) of the same day marked failed: {why}",
                       file=sys.stderr)

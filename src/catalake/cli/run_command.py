@@ -1,5 +1,6 @@
-"""`catalake run`: per day a Dagster run of the classification and one of the dbt build, launched
-in this process after the catalog's run when the catalog changed."""
+"""`catalake run`: per range of days (at most DAYS_PER_RUN, as a backfill's runs) a Dagster run of
+the classification and one of the dbt build, launched in this process after the catalog's run
+when the catalog changed; an increment is a run of one day."""
 
 from __future__ import annotations
 
@@ -74,9 +75,12 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     if state is None or changed_files(state, configured):
         return False
     if analytics:
+        from catalake.defs.analytics.environment import parsed_as_built
         from catalake.defs.analytics.project import manifest_path
 
         if not manifest_path(configured.warehouse).exists() or state.manifest is None:
+            return False
+        if not parsed_as_built(configured.warehouse):  # parsed by an earlier release: every build would parse again
             return False
     return (stored.value == catalog_fingerprint(tables)
             and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
@@ -103,7 +107,7 @@ def _not_partitions(settings: Settings, days) -> str | None:
 
 
 def run(args) -> int:
-    """Materialize the catalog, then per partition a classification run and a dbt build run
+    """Materialize the catalog, then per range of days a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
     from catalake.platform.landing.listing import check_root
 
@@ -121,6 +125,15 @@ def run(args) -> int:
         _start_spark(settings)
     with launcher(settings, location=not args.no_analytics) as (runs, instance):
         return _run_days(args, settings, runs, instance, days)
+
+
+def ranges(days: list, incremental: bool) -> list[list]:
+    """The runs of a command's days: consecutive days in ranges of at most DAYS_PER_RUN (as a
+    backfill launched from the UI runs them); an increment is of one day."""
+    from catalake.platform.config import DAYS_PER_RUN
+
+    size = 1 if incremental else DAYS_PER_RUN
+    return [days[i:i + size] for i in range(0, len(days), size)]
 
 
 def _run_days(args, settings: Settings, launcher, instance, days) -> int:
@@ -143,41 +156,52 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
         launcher.reload()  # what the run kept for loads: the dbt project's models, the first day
         catalog_seconds = round(time.perf_counter() - clock, 3)
     status = 0
-    for day in days:
-        run = launcher.run("events_job", day.isoformat(), asset_selection=DAILY_SELECTION,
+    for span in ranges(days, args.incremental):
+        first, last = span[0].isoformat(), span[-1].isoformat()
+        run = launcher.run("events_job", first, last=last, asset_selection=DAILY_SELECTION,
                            tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
-        result = None
+        results, spark = {}, {}
         for event in run.get_asset_materialization_events():
             materialization = event.event_specific_data.materialization
             if materialization.asset_key.to_user_string() == "deadletter":
                 result = dict(materialization.metadata["result"].value)
                 result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
+                results[materialization.partition] = result
                 spark = {k: materialization.metadata[k].value for k in ("spark_application", "spark_ui")
                          if k in materialization.metadata}
                 catalog_seconds = 0.0  # counted with the first day only
-        if not run.success or result is None:
-            print(f"{day}: run {run.run_id} failed: {failure(run)}", file=sys.stderr)
+        shown = first if first == last else f"{first} to {last}"
+        if not run.success or len(results) < len(span):
+            print(f"{shown}: run {run.run_id} failed: {failure(run)}", file=sys.stderr)
             status = 1
             continue
         if not args.no_analytics:
-            analytics = launcher.run("analytics_job", day.isoformat(), tags=cli_tags)
+            analytics = launcher.run("analytics_job", first, last=last, tags=cli_tags)
             if not analytics.success:
-                print(f"{day}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
+                print(f"{shown}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
                 status = 1
-        if args.json:
-            print(json.dumps(result, sort_keys=True))
-        else:
-            dead = sum(result["deadletter"].values())
-            if result.get("landing") == "missing":
-                print(f"{day}: WARNING: no folder of this day ({layouts.parse(settings.layout).describe(day)}) in the "
-                      f"landing zone {settings.landing}", file=sys.stderr)
-            kind = {"incremental": "increment: ", "full": "full run: "}.get(result.get("kind"), "")
-            if result.get("fallback"):
-                print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
-            print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
-                  f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
-                  f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run.run_id})")
-            if spark:
-                print(f"{day}: Spark application {spark.get('spark_application')}, Spark UI "
-                      f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
+        for day in span:
+            _report(args, settings, day, results[day.isoformat()], run.run_id)
+        if spark and not args.json:
+            print(f"{shown}: Spark application {spark.get('spark_application')}, Spark UI "
+                  f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
     return status
+
+
+def _report(args, settings: Settings, day, result: dict, run_id: str) -> None:
+    """A day's line: its records and where they went (with --json, its result)."""
+    import json
+
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return
+    dead = sum(result["deadletter"].values())
+    if result.get("landing") == "missing":
+        print(f"{day}: WARNING: no folder of this day ({layouts.parse(settings.layout).describe(day)}) in the "
+              f"landing zone {settings.landing}", file=sys.stderr)
+    kind = {"incremental": "increment: ", "full": "full run: "}.get(result.get("kind"), "")
+    if result.get("fallback"):
+        print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
+    print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
+          f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
+          f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run_id})")

@@ -27,6 +27,12 @@ DBT_TEMPLATE = Path(str(resources.files("catalake") / "dbt_project"))  # CATALAK
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|sc|k8s|mesos)://\S+|yarn")
 LEASE_VARIABLE, LEASE_SECONDS = "CATALAKE_RUN_LEASE_SECONDS", 120  # runs/liveness.py
+# the days a backfill's run takes together (one Spark job, one commit per table, one dbt build;
+# BackfillPolicy.multi_run of the classification, the dbt models and the data docs, and
+# `catalake run --from --to`), a quarter: each run costs about 25 s besides its records (two Dagster
+# runs, a dbt build, the data docs' index), so a year of small days is 4 runs (250 s here) where
+# ranges of a month made it 12 (490 s) (benchmarks/backfill.py, RESULTS.md)
+DAYS_PER_RUN = 92
 GX_VERSION = "1.24.1"  # the pinned great-expectations, named in the validation results written without importing it
 
 

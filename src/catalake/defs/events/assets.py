@@ -8,27 +8,27 @@ import time
 from pathlib import Path
 
 from dagster import (
-    AssetCheckResult,
+    AssetCheckEvaluation,
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
     AssetSpec,
+    BackfillPolicy,
     DailyPartitionsDefinition,
     Failure,
     FreshnessPolicy,
-    MaterializeResult,
     MetadataValue,
     multi_asset,
 )
 
 from catalake.display import markdown_table
 from catalake.platform import layouts, uris
-from catalake.platform.errors import CatalogError
+from catalake.platform.config import DAYS_PER_RUN
 
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
-from ..quality.checks import check_evaluation, check_targets, expectation_check_spec, partitioned_check_spec
+from ..quality.checks import check_evaluation, expectation_check_spec, partitioned_check_spec, run_targets
 
 DEADLETTER_KEY = DEFAULT.deadletter
 
@@ -39,7 +39,9 @@ def deadletter_at_load(spec: AssetSpec, catalog_error: str | None) -> AssetSpec:
     return spec.replace_attributes(
         description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "") + spec.description,
         metadata={**spec.metadata, **({"catalog_error": catalog_error} if catalog_error else {})},
-        skippable=False,
+        # a step logs its days' materializations of it, one per partition, rather than yielding one
+        # output for a whole backfill range
+        skippable=True,
         # the nightly run (daily_events_schedule, 01:00 UTC) writes it: by 03:00 it is from that run
         freshness_policy=FreshnessPolicy.cron(deadline_cron="0 3 * * *", lower_bound_delta=dt.timedelta(hours=2)),
     )
@@ -57,6 +59,7 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
         specs=[*specs, deadletter],
         required_resource_keys=names.resource_keys("catalog_source", "landing", "spark", "warehouse"),
         partitions_def=partitions,
+        backfill_policy=BackfillPolicy.multi_run(DAYS_PER_RUN),
         can_subset=True,
         # every check targets one of these specs by construction; Dagster's own test of that compares
         # each check's key with a list of all the keys (quadratic: 1 s at 5,000 tables, on every load)
@@ -83,65 +86,85 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
     )
     @failing_plainly
     def classify_events(context: AssetExecutionContext):
-        """Reads one day of landed events, classifies every record against the catalog's message
-        definitions, and overwrites that day in each per-message table and in `deadletter`, in
-        one Spark job whatever the number of tables. The same pass evaluates every definition's
-        expectation suite on the records it matched: each table's `expectations` check shows,
-        per expectation, the records evaluated, the unexpected ones (dead-lettered for an ERROR
-        expectation) and examples with their file and line; the GX data docs show the same
-        results per day. A table the day does not feed (and never fed) is not written; it is
-        recorded as processed with 0 rows (CATALAKE_RECORD_EMPTY).
+        """Reads one day of landed events (or each day of a backfill's range), classifies every
+        record against the catalog's message definitions, and overwrites those days in each
+        per-message table and in `deadletter`, in one Spark job whatever the number of tables or
+        days. The same pass evaluates every definition's expectation suite on the records it
+        matched: each table's `expectations` check shows, per expectation and per day, the records
+        evaluated, the unexpected ones (dead-lettered for an ERROR expectation) and examples with
+        their file and line; the GX data docs show the same results per day. A table a day does
+        not feed (and never fed) is not written; it is recorded as processed with 0 rows
+        (CATALAKE_RECORD_EMPTY).
+
+        A backfill runs ranges of days (BackfillPolicy.multi_run, DAYS_PER_RUN): one Spark job reads
+        all of a range's files and each table gets one Delta commit for the range, while every
+        day keeps its own materialization, row counts, dead letters and `conservation` and
+        `landing` check results (logged per partition). A range fails as a whole: a rerun of it,
+        or of any of its days, replaces those days.
 
         The daily job selects `deadletter` only: the step then writes the whole day and reports
         the materialization and check of every message table it wrote (selecting all of them
         would make Dagster plan two events per table before the run starts: 30 s for 1,000
-        tables). Selecting message assets (a subset, from the UI) re-classifies the day for
+        tables). Selecting message assets (a subset, from the UI) re-classifies the days for
         those tables only."""
         from catalake.eventlog import event_batch
-        from catalake.platform.runs.day import classify_partition, conservation
+        from catalake.leases import wait_for_days
+        from catalake.platform.runs.day import classify_days, conservation
         from catalake.platform.runs.increment import classify_increment
 
-        day = dt.date.fromisoformat(context.partition_key)
+        days = [dt.date.fromisoformat(key) for key in context.partition_keys]
+        wait_for_days(context.instance, context.partition_keys, by=f"run {context.run_id}", run=context.run,
+                      say=context.log.info)
         resources = names.resources(context)
         catalog_source, landing, warehouse = resources.catalog_source, resources.landing, resources.warehouse
         spark = resources.spark
-        try:
-            tables = catalog_source.tables(catalog_source.load())
-        except CatalogError as exc:
-            raise Failure(description=f"invalid message catalog: {len(exc.problems)} problem(s)\n{exc}") from None
+        tables = catalog_source.tables(catalog_source.load())
         key_of = {t.name: names.message(t.message) for t in tables}
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = selected_tables(context.selected_asset_keys, tables, key_of, deadletter_key)
         store = warehouse.store(spark)  # Spark started on first use: not for a small increment (SparkSessionResource.local_bytes)
         if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
-            result = classify_increment(lambda: store.spark, store, tables, landing.root, day,
-                                        layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
-                                        batch=spark.batch_path, progress=context.log.info)
+            results = {day: classify_increment(lambda: store.spark, store, tables, landing.root, day,
+                                               layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
+                                               batch=spark.batch_path, progress=context.log.info) for day in days}
         else:
-            result = classify_partition(
-                lambda: store.spark, store, tables, landing.root, day, only=only, layout=landing.layout,
+            results = classify_days(
+                lambda: store.spark, store, tables, landing.root, days, only=only, layout=landing.layout,
                 local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
                 batch=spark.batch_path, progress=context.log.info,
             )
-        written = [t for t in tables if t.name in result.written]
         clock = time.perf_counter()
         with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
-            reported = report_tables(context, warehouse.record_empty, store, tables, written, key_of,
-                                     only is None and result.kind == "full", result)
-        targets = check_targets(context.instance, context.run_id, context.partition_key,
-                                [key_of[t.name] for t in reported])
+            reported = {day: report_tables(context, warehouse.record_empty, store, tables, key_of, only is None, day, result)
+                        for day, result in results.items()}
+        targets = run_targets(context.instance, context.run_id)
+        writing = 0.0
         with event_batch(context.instance):
-            result.seconds["quality_docs"] = quality_checks(context, warehouse.local, reported, key_of, result, targets)
-        result.seconds["events"] = round(time.perf_counter() - clock - result.seconds["quality_docs"], 3)
+            for day, result in results.items():
+                writing += quality_checks(context, warehouse.local, reported[day], key_of, day, result, targets)
+        seconds = round(time.perf_counter() - clock - writing, 3)
+        for result in results.values():
+            result.seconds.update(quality_docs=round(writing, 3), events=seconds)
         if deadletter_key not in context.selected_asset_keys:
-            return  # a subset run of message tables: the day's dead letters are not its output
-        # read back from every table, subset run or not: the day's rows must add up
-        clock = time.perf_counter()
-        ok, counts = conservation(store, tables, day, result.records_of_day, result.stored)
-        result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
-        context.log.info(f"{day}: seconds per phase: {result.seconds}")
-        yield deadletter_materialization(result, store, tables, warehouse.compact_files, deadletter_key)
-        yield from deadletter_checks(result, ok, counts, landing, day, deadletter_key)
+            return  # a subset run of message tables: the days' dead letters are not its output
+        # read back from every table, subset run or not: each day's rows must add up
+        lost = []
+        with event_batch(context.instance):
+            for day, result in results.items():
+                clock = time.perf_counter()
+                ok, counts = conservation(store, tables, day, result.records_of_day, result.stored,
+                                          set(result.written) if result.kind == "full" and only is None else None)
+                result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
+                context.log.info(f"{day}: seconds per phase: {result.seconds}")
+                context.log_event(deadletter_materialization(result, store, tables, warehouse.compact_files,
+                                                             deadletter_key))
+                for check in deadletter_checks(result, ok, counts, landing, day, deadletter_key):
+                    context.log_event(check)
+                if not ok:
+                    lost.append(f"{day}: {counts['records_read']} records read, {counts['rows_stored']} rows stored")
+        if lost:
+            raise Failure(description=f"conservation failed for {len(lost)} day(s): {'; '.join(lost)}")
+        yield from ()  # the days' materializations and checks are logged, one per partition
 
     return classify_events
 
@@ -160,7 +183,7 @@ def selected_tables(selected, tables, key_of, deadletter_key: AssetKey) -> set[s
     return only | ({DEADLETTER_TABLE} if deadletter_key in selected else set())
 
 
-def deadletter_materialization(result, store, tables, compact_files: int, key: AssetKey) -> MaterializeResult:
+def deadletter_materialization(result, store, tables, compact_files: int, key: AssetKey) -> AssetMaterialization:
     """The day's `deadletter` partition, with what the run read, where every record went, the
     engine that ran it, and the tables whose partition now holds more than `compact_files` files
     (`compaction_due`: the compaction sensor requests `maintenance_job` for the day)."""
@@ -168,8 +191,9 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
 
     sql_of = {t.message.xid: t.message.table_name for t in tables}
     due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
-    return MaterializeResult(
+    return AssetMaterialization(
         asset_key=key,
+        partition=result.partition,
         metadata={
             "dagster/partition_row_count": sum(result.deadletter.values()),
             "records_read": result.records,
@@ -199,21 +223,25 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
 
 
 def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey):
-    """`conservation` (every record read is in exactly one table) and `landing` (the day's folder was there)."""
+    """`conservation` (every record read is in exactly one table) and `landing` (the day's
+    folder was there), as results of the day's partition."""
     from catalake.platform.warehouse.queries import analyst_name
 
-    yield AssetCheckResult(
+    yield AssetCheckEvaluation(
         asset_key=key,
         check_name="conservation",
         passed=ok,
+        partition=day.isoformat(),
+        blocking=True,
         severity=AssetCheckSeverity.ERROR,
         metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
                   "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
     )
-    yield AssetCheckResult(
+    yield AssetCheckEvaluation(
         asset_key=key,
         check_name="landing",
         passed=result.landing != "missing",
+        partition=day.isoformat(),
         severity=AssetCheckSeverity.WARN,
         description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
                      f"{landing.root}: nothing was read" if result.landing == "missing" else None),
@@ -229,13 +257,14 @@ def partition_rows(store, name: str, day: dt.date, result) -> int:
     return rows if rows is not None else store.partition_rows(name, PARTITION_COLUMN, day)
 
 
-def report_tables(context, record_empty: bool, store, tables, written, key_of, whole_day: bool, result) -> list:
-    """A materialization of every table the run wrote (the day feeds it, or fed it before), and
-    with `record_empty` of every table a whole day's run did not feed (0 rows).
+def report_tables(context, record_empty: bool, store, tables, key_of, every_table: bool, day: dt.date, result) -> list:
+    """A materialization of every table the run wrote in `day` (the day feeds it, or fed it
+    before), and with `record_empty` of every table a whole day's full run did not feed (0 rows).
     Logged as events rather than yielded as outputs: Dagster checks every yielded output against
     all the others (quadratic in the number of tables; 80 s for 1,000 of them,
     benchmarks/RESULTS.md). Returns the tables reported."""
-    day = dt.date.fromisoformat(context.partition_key)
+    partition = day.isoformat()
+    written = [t for t in tables if t.name in result.written]
     reported = []
     for table in written:
         rows = (partition_rows(store, table.name, day, result) if result.kind == "incremental"
@@ -243,7 +272,7 @@ def report_tables(context, record_empty: bool, store, tables, written, key_of, w
         reported.append(table)
         context.log_event(AssetMaterialization(
             asset_key=key_of[table.name],
-            partition=context.partition_key,
+            partition=partition,
             metadata={
                 "dagster/partition_row_count": rows,
                 **table_location(store, table.name),
@@ -253,7 +282,7 @@ def report_tables(context, record_empty: bool, store, tables, written, key_of, w
                 **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
             },
         ))
-    if record_empty and whole_day:
+    if record_empty and every_table and result.kind == "full":
         # the day was processed for every table: one that got no event shows 0 rows rather
         # than a missing partition, and its check passes with nothing to check
         done = set(result.written)
@@ -261,7 +290,7 @@ def report_tables(context, record_empty: bool, store, tables, written, key_of, w
             if table.name not in done:
                 reported.append(table)
                 context.log_event(AssetMaterialization(
-                    asset_key=key_of[table.name], partition=context.partition_key,
+                    asset_key=key_of[table.name], partition=partition,
                     metadata={"dagster/partition_row_count": 0, **table_location(store, table.name)},
                 ))
     return reported
@@ -275,7 +304,7 @@ def table_location(store, name: str) -> dict:
     return {"dagster/table_name": analyst_name(name), "dagster/uri": uris.as_uri(path), "path": MetadataValue.path(path)}
 
 
-def quality_checks(context, warehouse: Path, reported: list, key_of, result, targets: dict) -> float:
+def quality_checks(context, warehouse: Path, reported: list, key_of, day: dt.date, result, targets: dict) -> float:
     """The `expectations` check of every reported table, from the classification pass's results
     (no data read again), and the same results stored in the GX context as validation results
     of the partition (the `data_docs` asset renders them; the check links that day's page).
@@ -297,5 +326,5 @@ def quality_checks(context, warehouse: Path, reported: list, key_of, result, tar
             outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected,
                                    day_page(warehouse, stored))
         key = key_of[table.name]
-        context.log_event(check_evaluation(key, outcome, context.partition_key, targets.get(key)))
+        context.log_event(check_evaluation(key, outcome, day.isoformat(), targets.get((key, day.isoformat()))))
     return round(writing, 3)

@@ -89,6 +89,24 @@ def check_targets(instance, run_id: str | None, partition: str, keys: list[Asset
     return targets
 
 
+def run_targets(instance, run_id: str) -> dict:
+    """The materializations run `run_id` stored, by (asset key, partition): what each check
+    evaluation the run logs is tied to (one query, whatever the tables and days of the run)."""
+    from dagster import DagsterEventType
+
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
+
+    targets = {}
+    for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records:
+        event = record.event_log_entry
+        materialization = event.dagster_event.step_materialization_data.materialization
+        targets[(materialization.asset_key, materialization.partition)] = Target(
+            storage_id=record.storage_id, run_id=run_id, timestamp=event.timestamp)
+    return targets
+
+
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:
     """One check result per suite, per-expectation results in the metadata (the expectation_check_spec
     description says what passed, WARN and ERROR mean)."""
