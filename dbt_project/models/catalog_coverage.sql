@@ -1,6 +1,7 @@
 -- Every message definition: when it was first and last seen, its records in the 7 days up to the
--- run's partition (or today), and whether it was ever seen.
-{% set as_of = "date '" ~ var('partition') ~ "'" if var('partition') else 'current_date' %}
+-- last day the run builds (or today), and whether it was ever seen.
+{% set days = partition_range() %}
+{% set as_of = "date '" ~ days[1] ~ "'" if days else 'current_date' %}
 with seen as (
     select
         message_xid,

@@ -37,7 +37,7 @@ def build_dbt_project_asset(names: Names = DEFAULT):
 
         resources = names.resources(context)
         project = prepare(resources.warehouse, resources.catalog_source.tables())
-        manifest = ensure_manifest(project)
+        manifest = ensure_manifest(project, resources.warehouse)
         nodes = json.loads(manifest.read_text())
         models = sorted(n["name"] for n in nodes["nodes"].values() if n["resource_type"] == "model")
         return MaterializeResult(metadata={

@@ -133,7 +133,7 @@ def _manifest(configured: Configured, tables: list, prepare: bool) -> dict | Non
     if prepare:
         from ..analytics.dbt_assets import dbt_project, ensure_manifest
 
-        ensure_manifest(dbt_project(configured.warehouse, tables))
+        ensure_manifest(dbt_project(configured.warehouse, tables), configured.warehouse)
     path = manifest_path(configured.warehouse)
     return slim_manifest(orjson.loads(path.read_bytes())) if path.exists() else None
 
