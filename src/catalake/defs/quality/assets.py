@@ -11,6 +11,7 @@ from dagster import (
 )
 
 from catalake.display import markdown_table
+from catalake.platform.config import DAYS_PER_RUN
 from catalake.platform.errors import CatalogError
 
 from ..failures import failing_plainly
@@ -65,22 +66,20 @@ expectation_suites = build_suites_asset()
 
 
 def build_data_docs_asset(partitions_def: DailyPartitionsDefinition, names: Names = DEFAULT):
-    # the dbt models of the same job run a range of days in one run: so does this
+    # the dbt models of the same job run a backfill's range of days in one run: so does this
     @asset(key=names.key(DATA_DOCS_KEY), group_name=names.group_of("quality"), kinds={"great_expectations"},
            partitions_def=partitions_def, deps=[names.deadletter], tags={"layer": "quality"},
-           required_resource_keys=names.resource_keys("warehouse"), backfill_policy=BackfillPolicy.single_run())
+           required_resource_keys=names.resource_keys("warehouse"),
+           backfill_policy=BackfillPolicy.multi_run(DAYS_PER_RUN))
     @failing_plainly
     def data_docs(context: AssetExecutionContext) -> MaterializeResult:
-        """The Great Expectations data docs of one day: a validation page per table the day fed
+        """The Great Expectations data docs of one day (or of each day of a backfill's range, in
+        one build): a validation page per table the day fed
         (every expectation with its records evaluated, unexpected ones and examples, from the
         classification pass), listed in the site's index with every suite. Offline HTML under
         `gx/uncommitted/data_docs/local_site/`."""
         validator = names.resources(context).warehouse.validator()
-        pages, missing = [], []
-        for day in context.partition_keys:
-            index, built, failed = validator.build_partition_docs(day)
-            pages += built
-            missing += failed
+        index, pages, missing = validator.build_partition_docs(context.partition_keys)
         if missing:
             raise Failure(description=f"GX did not render {len(missing)} of {len(pages)} validation page(s) (its log above "
                           "says why)", metadata={"missing": MetadataValue.md("\n".join(f"- `{p}`" for p in missing))})
