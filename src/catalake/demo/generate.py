@@ -77,6 +77,13 @@ def _mqtt(topic: str, event: dict, retain: bool) -> dict:
     }
 
 
+def ride_id_of(day: dt.date, i: int, rides: int) -> str:
+    """Ride `i` of a day of `rides`: the day (its ordinal's last three digits) then the ride's
+    number, as wide as the day's rides need (three digits up to 1,000 rides, as the schema's
+    `^R-[0-9]{6,}$` allows), so that ids are unique across any 1,000 consecutive days."""
+    return f"R-{day.toordinal() % 1000:03d}{i:0{max(3, len(str(rides - 1)))}d}"
+
+
 def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
     """The records of one day, by file name."""
     rng = random.Random(f"{seed}-{day.isoformat()}")
@@ -86,7 +93,7 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
     for i in range(rides):
         city = rng.choice(sorted(CITIES))
         station, end_station = rng.choice(CITIES[city]), rng.choice(CITIES[city])
-        ride_id = f"R-{(day.toordinal() % 1000 * 1000 + i) % 1_000_000:06d}"  # six digits, as the schema says
+        ride_id = ride_id_of(day, i, rides)
         bike_id = f"B-{rng.randint(1000, 9999)}"
         t0 = start + dt.timedelta(minutes=rng.randint(0, 900))
         t1 = t0 + dt.timedelta(minutes=rng.randint(3, 55))
