@@ -35,8 +35,9 @@ demo: $(BIN)/.installed
 	$(BIN)/catalake catalog show src/catalake/demo/catalog
 	$(BIN)/catalake run --from 2026-11-20 --to 2026-11-21
 	@echo
-	@echo "Each day was one Spark job (local[*]; 'engine: spark' above, with the Spark application and its UI, which"
-	@echo "lives while the run does): executors classified the records and wrote Parquet, the driver committed Delta."
+	@echo "The two days were one Spark job (local[*]; 'engine: spark' above, with the Spark application and its UI,"
+	@echo "which lives while the run does): executors classified the records and wrote Parquet, the driver committed"
+	@echo "Delta, one commit per table for both days."
 	@echo "Done. Delta tables under $(CURDIR)/warehouse:"
 	@echo "  catalog/messages (the catalog), messages/<group>__<message> (one per definition), deadletter"
 	@echo "  (open them with deltalake.DeltaTable, Spark or any Delta reader; list them: $(BIN)/catalake tables)."
