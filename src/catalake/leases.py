@@ -172,12 +172,12 @@ def wait_for_days(instance, days: Iterable[str], by: str = "catalake", run=None,
     live one is waited for, saying which process it waits for (`say`: stderr by default)."""
     say = say or (lambda line: print(line, file=sys.stderr))
     days = sorted(days)
-    span = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    span, same = (days[0], "day") if len(days) == 1 else (f"{days[0]} to {days[-1]}", "days")
     named = set()
     while busy := runs_in_progress(instance, days, before=run):
         passed = pass_dead_runs(instance, busy, by)
         for dead, why in passed:
-            say(f"{span}: run {dead.run_id} ({dead.job_name}) of the same days marked failed: {why}")
+            say(f"{span}: run {dead.run_id} ({dead.job_name}) of the same {same} marked failed: {why}")
         if passed:
             continue
         for other in busy:
@@ -185,7 +185,7 @@ def wait_for_days(instance, days: Iterable[str], by: str = "catalake", run=None,
                 named.add(other.run_id)
                 owner = owner_of(other.tags)
                 say(f"{span}: waiting for run {other.run_id} ({other.job_name}, {other.status.value}) of the same "
-                    f"days, {owner.describe() if owner else 'its process not yet known'} (a run whose process "
+                    f"{same}, {owner.describe() if owner else 'its process not yet known'} (a run whose process "
                     "dies is marked failed and passed)")
         time.sleep(POLL_SECONDS)
 

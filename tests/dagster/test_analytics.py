@@ -353,7 +353,7 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
     each day keeps its own materializations, row counts and `conservation` result; the tables and
     the dbt models equal the per-day runs'; and the dbt build parses nothing again (the range
     goes to dbt in the environment, which leaves partial parsing alone)."""
-    from dagster import AssetCheckKey, AssetKey, DagsterEventType
+    from dagster import AssetCheckKey, AssetKey
 
     from catalake.leases import RANGE_END_TAG, RANGE_START_TAG
     from support.tables import table_hashes
@@ -377,10 +377,12 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
                for e in runs[f"events {DAYS[0]}"].get_asset_materialization_events() + runs[f"events {DAYS[1]}"].get_asset_materialization_events()
                if e.asset_key == AssetKey("deadletter")}
     assert {d: m["dagster/partition_row_count"].value for d, m in deadletter.items()} == per_day
-    for day in DAYS:
-        record = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-            [AssetCheckKey(AssetKey("deadletter"), "conservation")], partition=day)
-        assert record and record[AssetCheckKey(AssetKey("deadletter"), "conservation")].evaluation.passed, day
+    checked = {(e.check_name, e.partition): e.passed for e in events.get_asset_check_evaluations()
+               if e.asset_key == AssetKey("deadletter")}
+    assert checked == {(name, day): True for name in ("conservation", "landing") for day in DAYS}
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(AssetKey("deadletter"), "conservation"), limit=10)
+    assert sorted(r.partition for r in history) == DAYS
     assert instance.get_materialized_partitions(AssetKey("events_daily")) == set(DAYS)
 
     assert table_hashes(warehouse) == table_hashes(daily)

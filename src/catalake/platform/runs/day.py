@@ -172,8 +172,10 @@ def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[dt.date,
     outputs = run_merges(session, store.root, [merge for _, merge in merges])
     for (day, merge), output in zip(merges, outputs):
         kept[day][merge.table].append(output)
-    progress(f"{plan.day}: {sum(len(m.inputs) for _, m in merges)} file(s) of {len({m.table for _, m in merges})} "
-             f"table(s) merged into {len(merges)} (at most one per {target >> 20} MiB a table-partition)")
+    days = sorted({day for day, _ in merges})
+    progress(f"{days[0]}{f' to {days[-1]}' if len(days) > 1 else ''}: {sum(len(m.inputs) for _, m in merges)} file(s) "
+             f"of {len({m.table for _, m in merges})} table(s) merged into {len(merges)} (at most one per "
+             f"{target >> 20} MiB a table-partition)")
     return kept
 
 
@@ -183,7 +185,7 @@ class Sweep:
     file it committed, so that no other table is listed and no table's log read."""
 
     def __init__(self, names: Sequence[str], days: Sequence[dt.date]):
-        self.names, self.days = list(names), list(days)
+        self.names = list(names)
         self.tables: dict[dt.date, list[str]] = {day: self.names for day in days}
         self.files: dict[dt.date, set[str] | None] = {day: None for day in days}
 
