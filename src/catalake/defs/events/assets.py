@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dagster import (
     AssetCheckEvaluation,
+    AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
@@ -18,6 +19,7 @@ from dagster import (
     DailyPartitionsDefinition,
     Failure,
     FreshnessPolicy,
+    MaterializeResult,
     MetadataValue,
     multi_asset,
 )
@@ -39,9 +41,7 @@ def deadletter_at_load(spec: AssetSpec, catalog_error: str | None) -> AssetSpec:
     return spec.replace_attributes(
         description=(f"**{catalog_error}.** Runs fail until it is fixed.\n\n" if catalog_error else "") + spec.description,
         metadata={**spec.metadata, **({"catalog_error": catalog_error} if catalog_error else {})},
-        # a step logs its days' materializations of it, one per partition, rather than yielding one
-        # output for a whole backfill range
-        skippable=True,
+        skippable=False,  # the steps downstream in the same run (dbt, data docs) wait for it
         # the nightly run (daily_events_schedule, 01:00 UTC) writes it: by 03:00 it is from that run
         freshness_policy=FreshnessPolicy.cron(deadline_cron="0 3 * * *", lower_bound_delta=dt.timedelta(hours=2)),
     )
@@ -148,23 +148,38 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
         if deadletter_key not in context.selected_asset_keys:
             return  # a subset run of message tables: the days' dead letters are not its output
         # read back from every table, subset run or not: each day's rows must add up
-        lost = []
-        with event_batch(context.instance):
-            for day, result in results.items():
-                clock = time.perf_counter()
-                ok, counts = conservation(store, tables, day, result.records_of_day, result.stored,
-                                          set(result.written) if result.kind == "full" and only is None else None)
-                result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
-                context.log.info(f"{day}: seconds per phase: {result.seconds}")
-                context.log_event(deadletter_materialization(result, store, tables, warehouse.compact_files,
-                                                             deadletter_key))
-                for check in deadletter_checks(result, ok, counts, landing, day, deadletter_key):
-                    context.log_event(check)
-                if not ok:
-                    lost.append(f"{day}: {counts['records_read']} records read, {counts['rows_stored']} rows stored")
-        if lost:
+        proofs, materializations = {}, {}
+        for day, result in results.items():
+            clock = time.perf_counter()
+            proofs[day] = conservation(store, tables, day, result.records_of_day, result.stored,
+                                       set(result.written) if result.kind == "full" and only is None else None)
+            result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
+            context.log.info(f"{day}: seconds per phase: {result.seconds}")
+            materializations[day] = deadletter_materialization(result, store, tables, warehouse.compact_files,
+                                                               deadletter_key)
+        # the output (the steps downstream in the same run wait for it) and the checks: a day's own,
+        # or for a range what the range read, then each day's materialization and check results
+        if len(days) == 1:
+            (day, (ok, counts)), = proofs.items()
+            yield MaterializeResult(asset_key=deadletter_key, metadata=materializations[day].metadata)
+            for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key):
+                yield AssetCheckResult(asset_key=check.asset_key, check_name=check.check_name, passed=check.passed,
+                                       severity=check.severity, description=check.description, metadata=check.metadata)
+        else:
+            yield MaterializeResult(asset_key=deadletter_key, metadata=range_metadata(results))
+            with event_batch(context.instance):
+                for materialization in materializations.values():
+                    context.log_event(materialization)
+            targets = run_targets(context.instance, context.run_id)
+            with event_batch(context.instance):
+                for day, (ok, counts) in proofs.items():
+                    for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key,
+                                                   targets.get((deadletter_key, day.isoformat()))):
+                        context.log_event(check)
+        lost = [f"{day}: {counts['records_read']} records read, {counts['rows_stored']} rows stored"
+                for day, (ok, counts) in proofs.items() if not ok]
+        if lost:  # the blocking check's gate: the steps downstream in the same run do not start
             raise Failure(description=f"conservation failed for {len(lost)} day(s): {'; '.join(lost)}")
-        yield from ()  # the days' materializations and checks are logged, one per partition
 
     return classify_events
 
@@ -222,9 +237,18 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
     )
 
 
-def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey):
+def range_metadata(results: dict) -> dict:
+    """What a run of a range of days read, in all (each day's materialization says its own)."""
+    days = sorted(results)
+    return {"days": MetadataValue.json([d.isoformat() for d in days]), "records_read": sum(r.records for r in results.values()),
+            "dead_lettered": sum(sum(r.deadletter.values()) for r in results.values()),
+            **results[days[0]].engine.metadata()}
+
+
+def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey, target=None):
     """`conservation` (every record read is in exactly one table) and `landing` (the day's
-    folder was there), as results of the day's partition."""
+    folder was there), as results of the day's partition, tied to the day's materialization
+    (`target`)."""
     from catalake.platform.warehouse.queries import analyst_name
 
     yield AssetCheckEvaluation(
@@ -232,6 +256,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
         check_name="conservation",
         passed=ok,
         partition=day.isoformat(),
+        target_materialization_data=target,
         blocking=True,
         severity=AssetCheckSeverity.ERROR,
         metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
@@ -242,6 +267,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
         check_name="landing",
         passed=result.landing != "missing",
         partition=day.isoformat(),
+        target_materialization_data=target,
         severity=AssetCheckSeverity.WARN,
         description=(f"no folder {layouts.parse(landing.layout).describe(day)} in the landing zone "
                      f"{landing.root}: nothing was read" if result.landing == "missing" else None),
