@@ -35,3 +35,23 @@ def code_version(*modules: str) -> str:
         for file in files:
             digest.update(file.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def days_materialized(context, key, by_day: dict[str, dict], summary: dict):
+    """The output of a step that materializes `key` for one day or a backfill's range of days,
+    each day with its own metadata (`by_day`: partition -> metadata). One day: its metadata is
+    the output's. A range: Dagster gives every partition of the range the output's metadata, so
+    the output says what the range did (`summary`), and each day's own materialization is logged
+    after it, the partition's latest."""
+    from dagster import AssetMaterialization, MaterializeResult
+
+    if len(by_day) == 1:
+        (metadata,) = by_day.values()
+        yield MaterializeResult(asset_key=key, metadata=metadata)
+        return
+    yield MaterializeResult(asset_key=key, metadata={"days": len(by_day), **summary})
+    from catalake.eventlog import event_batch
+
+    with event_batch(context.instance):
+        for day, metadata in by_day.items():
+            context.log_event(AssetMaterialization(asset_key=key, partition=day, metadata=metadata))

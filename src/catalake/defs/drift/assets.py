@@ -8,8 +8,8 @@ from dagster import (
     AssetExecutionContext,
     AssetMaterialization,
     AssetObservation,
+    BackfillPolicy,
     DailyPartitionsDefinition,
-    MaterializeResult,
     MetadataValue,
     OpExecutionContext,
     asset,
@@ -17,8 +17,11 @@ from dagster import (
     op,
 )
 
+from catalake.platform.config import DAYS_PER_RUN
+
 from ..events.assets import table_location
 from ..failures import failing_plainly
+from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 
 DRIFT_DIR = "drift"
@@ -27,32 +30,38 @@ DRIFT_DIR = "drift"
 def build_drift_asset(partitions_def: DailyPartitionsDefinition, names: Names = DEFAULT):
     @asset(key=names.key("catalog_drift"), partitions_def=partitions_def, deps=[names.deadletter],
            group_name=names.group_of("catalog"), kinds={"python"}, tags={"layer": "catalog"},
-           required_resource_keys=names.resource_keys("warehouse"))
+           required_resource_keys=names.resource_keys("warehouse"), backfill_policy=BackfillPolicy.multi_run(DAYS_PER_RUN))
     @failing_plainly
-    def catalog_drift(context: AssetExecutionContext) -> MaterializeResult:
+    def catalog_drift(context: AssetExecutionContext):
         """What producers sent that day that no definition describes: the `no_match` dead letters
         grouped by CloudEvents type and protocol, with source/subject/topic generalized into URI
         templates, counts, first and last seen, examples, and a JSON Schema inferred from the
         payloads (genson). Written as proposed definitions, an xRegistry catalog document under
         `drift/<day>.xreg.json` in the warehouse's local folder: add it to the catalog, then run `replay_job` (or
-        `catalake replay`) for the day. `ambiguous` records are listed, not proposed."""
+        `catalake replay`) for the day. `ambiguous` records are listed, not proposed. A backfill's
+        run writes each day of its range."""
         from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, proposals_document
 
-        day = dt.date.fromisoformat(context.partition_key)
         warehouse = names.resources(context).warehouse
-        found = candidates(deadletter_rows(warehouse.path, day))
-        out = warehouse.local / DRIFT_DIR / f"{day.isoformat()}.xreg.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        document = proposals_document(found, day)
-        out.write_text(json.dumps(document, indent=2) + "\n")
-        proposed = document["messagegroups"]["catalake.drift"]["messages"]
-        return MaterializeResult(metadata={
-            "proposed_definitions": len(proposed),
-            "unmatched_records": sum(c.count for c in found if c.reason == "no_match"),
-            "ambiguous_records": sum(c.count for c in found if c.reason == "ambiguous"),
-            "proposals": MetadataValue.path(str(out)),
-            "preview": MetadataValue.md(markdown(found, document)),
-        })
+        by_day = {}
+        for key in context.partition_keys:
+            day = dt.date.fromisoformat(key)
+            found = candidates(deadletter_rows(warehouse.path, day))
+            out = warehouse.local / DRIFT_DIR / f"{key}.xreg.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            document = proposals_document(found, day)
+            out.write_text(json.dumps(document, indent=2) + "\n")
+            proposed = document["messagegroups"]["catalake.drift"]["messages"]
+            by_day[key] = {
+                "proposed_definitions": len(proposed),
+                "unmatched_records": sum(c.count for c in found if c.reason == "no_match"),
+                "ambiguous_records": sum(c.count for c in found if c.reason == "ambiguous"),
+                "proposals": MetadataValue.path(str(out)),
+                "preview": MetadataValue.md(markdown(found, document)),
+            }
+        yield from days_materialized(context, context.asset_key, by_day, {
+            "proposed_definitions": sum(m["proposed_definitions"] for m in by_day.values()),
+            "proposals": MetadataValue.path(str(warehouse.local / DRIFT_DIR))})
 
     return catalog_drift
 

@@ -19,7 +19,6 @@ from dagster import (
     DailyPartitionsDefinition,
     Failure,
     FreshnessPolicy,
-    MaterializeResult,
     MetadataValue,
     multi_asset,
 )
@@ -29,6 +28,7 @@ from catalake.platform import layouts, uris
 from catalake.platform.config import DAYS_PER_RUN
 
 from ..failures import failing_plainly
+from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 from ..quality.checks import check_evaluation, expectation_check_spec, partitioned_check_spec, run_targets
 
@@ -157,19 +157,16 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
             context.log.info(f"{day}: seconds per phase: {result.seconds}")
             materializations[day] = deadletter_materialization(result, store, tables, warehouse.compact_files,
                                                                deadletter_key)
-        # the output (the steps downstream in the same run wait for it) and the checks: a day's own,
-        # or for a range what the range read, then each day's materialization and check results
+        # the output (the steps downstream in the same run wait for it), then the checks: a day's
+        # as the output's check results, a range's days each tied to that day's materialization
+        yield from days_materialized(context, deadletter_key, {d.isoformat(): m.metadata for d, m in materializations.items()},
+                                     range_metadata(results))
         if len(days) == 1:
             (day, (ok, counts)), = proofs.items()
-            yield MaterializeResult(asset_key=deadletter_key, metadata=materializations[day].metadata)
             for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key):
                 yield AssetCheckResult(asset_key=check.asset_key, check_name=check.check_name, passed=check.passed,
                                        severity=check.severity, description=check.description, metadata=check.metadata)
         else:
-            yield MaterializeResult(asset_key=deadletter_key, metadata=range_metadata(results))
-            with event_batch(context.instance):
-                for materialization in materializations.values():
-                    context.log_event(materialization)
             targets = run_targets(context.instance, context.run_id)
             with event_batch(context.instance):
                 for day, (ok, counts) in proofs.items():
@@ -240,7 +237,8 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
 def range_metadata(results: dict) -> dict:
     """What a run of a range of days read, in all (each day's materialization says its own)."""
     days = sorted(results)
-    return {"days": MetadataValue.json([d.isoformat() for d in days]), "records_read": sum(r.records for r in results.values()),
+    return {"first_day": days[0].isoformat(), "last_day": days[-1].isoformat(),
+            "records_read": sum(r.records for r in results.values()),
             "dead_lettered": sum(sum(r.deadletter.values()) for r in results.values()),
             **results[days[0]].engine.metadata()}
 
