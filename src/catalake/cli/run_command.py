@@ -163,7 +163,8 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
         results, spark = {}, {}
         for event in run.get_asset_materialization_events():
             materialization = event.event_specific_data.materialization
-            if materialization.asset_key.to_user_string() == "deadletter":
+            # each day's own (a range's output, what the range read in all, has no `result`)
+            if materialization.asset_key.to_user_string() == "deadletter" and "result" in materialization.metadata:
                 result = dict(materialization.metadata["result"].value)
                 result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
                 results[materialization.partition] = result
