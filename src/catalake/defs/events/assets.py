@@ -288,7 +288,8 @@ def report_tables(context, record_empty: bool, store, tables, key_of, every_tabl
     all the others (quadratic in the number of tables; 80 s for 1,000 of them,
     benchmarks/RESULTS.md). Returns the tables reported."""
     partition = day.isoformat()
-    written = [t for t in tables if t.name in result.written]
+    done = set(result.written)
+    written = [t for t in tables if t.name in done]
     reported = []
     for table in written:
         rows = (partition_rows(store, table.name, day, result) if result.kind == "incremental"
@@ -309,7 +310,6 @@ def report_tables(context, record_empty: bool, store, tables, key_of, every_tabl
     if record_empty and every_table and result.kind == "full":
         # the day was processed for every table: one that got no event shows 0 rows rather
         # than a missing partition, and its check passes with nothing to check
-        done = set(result.written)
         for table in tables:
             if table.name not in done:
                 reported.append(table)

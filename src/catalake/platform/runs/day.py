@@ -237,14 +237,16 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
     else:  # one listing a table, not one a table and day
         held = {t.name: store.partition_days(t.name) for t in candidates}
     touched = {day: [t for t in candidates if t.name in merged[day].rows or day in held[t.name]] for day in days}
+    touched_names = {day: {t.name for t in found} for day, found in touched.items()}
     names = list(dict.fromkeys(t.name for day in days for t in touched[day]))
     deadletters = writes is None or DEADLETTER_TABLE in writes
     loads = names + ([DEADLETTER_TABLE] if deadletters else [])
     # each table's log loaded once, all of them first and in threads, for the sync, the commit and the count
     with store.loaded_once(loads, threads=store.commit_threads):
-        sync_message_tables(store, [t for t in tables if t.name in set(names)])  # created / evolved as the catalog says
+        synced = set(names)
+        sync_message_tables(store, [t for t in tables if t.name in synced])  # created / evolved as the catalog says
         commits = {name: {day: merged[day].written.get(name, []) for day in days
-                          if any(t.name == name for t in touched[day])} for name in names}
+                          if name in touched_names[day]} for name in names}
         if deadletters:
             ensure_deadletter(store)
             commits[DEADLETTER_TABLE] = {day: merged[day].written.get(DEADLETTER_TABLE, []) for day in days}
