@@ -4,8 +4,9 @@ process, round after round, by each path (for side-by-side runs of two checkouts
     PYTHONPATH=<checkout>/src python benchmarks/per_record.py [--records 1000000] [--definitions 10] [--rounds 5]
         [--patterns] [--path batch|record|both]
 
-`--path`: the batch path (runs/bulk.py, the default), the per-record path
-(CATALAKE_BATCH_PATH=false), or both, one line each. `--patterns`: a pattern on every string of
+`--path`: the compiled path (`batch`: runs/bulk.py, each table's decoder from
+schemas/compiled.py; the default), the per-record path (`record`: CATALAKE_BATCH_PATH=false), or
+both, one line each. `--patterns`: a pattern on every string of
 the payload (the pattern engine's cost per record).
 """
 

@@ -116,7 +116,10 @@ def _rss(peak: dict[str, int]) -> dict:
     return {"peak_rss_mib": peak.get("total"), "peak_rss_mib_by_process": {k: v for k, v in peak.items() if k != "total"}}
 
 
-def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]:
+RUNS = ("loop", "spark", "duckdb", "duckdb_raw", "catalake", "catalake_per_record")
+
+
+def cell(work: Path, definitions: int, records: int, repeats: int, which=RUNS) -> list[dict]:
     catalog, landing = write(work, definitions, records)
     day = landing / DAY
     warehouse = work / f"warehouse-{definitions}-{records}"
@@ -133,10 +136,12 @@ def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]
                              "catalake_first": [(wall, rss, {"records": first["records"], "phases": first["seconds"]})]}
     for _ in range(repeats):
         out = work / "baseline-out"
-        for kind in ("loop", "spark", "duckdb", "duckdb_raw"):
+        for kind in (k for k in ("loop", "spark", "duckdb", "duckdb_raw") if k in which):
             shutil.rmtree(out, ignore_errors=True)
             wall, rss, stdout = measure([sys.executable, str(HERE / "baselines.py"), kind, str(catalog), str(day), str(out)], dict(os.environ))
             runs[kind].append((wall, rss, {"records": int(stdout.strip().splitlines()[-1])}))
+        if "catalake" not in which:
+            continue
         shutil.rmtree(events, ignore_errors=True)
         events.mkdir()
         conf = f"spark.eventLog.enabled=true spark.eventLog.dir={events} spark.eventLog.compress=false spark.eventLog.rolling.enabled=false"
@@ -145,12 +150,16 @@ def cell(work: Path, definitions: int, records: int, repeats: int) -> list[dict]
         runs["catalake"].append((wall, rss, {"records": result["records"], "deadletter": result["deadletter"],
                                              "tables_fed": sum(1 for n in result["tables"].values() if n),
                                              "spark_jobs": spark_jobs(events), "phases": result["seconds"]}))
+        if "catalake_per_record" not in which:
+            continue
         # the same run with every record decided on its own (the referee's path)
         wall, rss, stdout = measure(catalake, {**env, "CATALAKE_BATCH_PATH": "false"})
         result = json.loads(stdout.strip().splitlines()[-1])
         runs["catalake_per_record"].append((wall, rss, {"records": result["records"], "phases": result["seconds"]}))
     rows = []
     for kind, measured in runs.items():
+        if not measured:
+            continue
         wall, rss, extra = min(measured, key=lambda m: m[0])
         rows.append({"run": kind, "definitions": definitions, "records": records, "seconds": round(wall, 1),
                      "all_seconds": [round(m[0], 1) for m in measured],
@@ -164,12 +173,13 @@ def main(argv=None) -> None:
     parser.add_argument("--definitions", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--work", default="/tmp/catalake-bench")
+    parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=RUNS, help="which runs of a cell (default: all)")
     args = parser.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for records in args.records:
         for definitions in args.definitions:
-            for row in cell(work, definitions, records, args.repeats):
+            for row in cell(work, definitions, records, args.repeats, args.runs):
                 print(json.dumps(row), flush=True)
 
 

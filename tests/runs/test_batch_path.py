@@ -227,6 +227,10 @@ def landed_lines(draw, tables):
         '{"specversion":"1.0","id":"b","source":"https://edges.example/sites/s","type":"edges.Proto","data":{"pages":18446744073709551616}}',
         '{"specversion":"1.0","id":"u","source":"https://edges.example/sites/s\\u003a","type":"edges.Proto","data":{}}',
         '{"specversion":"1.0","id":"x","source":"https', "", "[1, 2]", '"text"',
+        # nested too deep inside a value kept as JSON text, and deeper than the decoder recurses
+        '{"specversion":"1.0","id":"n","source":"https://edges.example/sites/s","type":"edges.Json","time":"2026-11-20T10:00:00Z",'
+        '"data":{"name":"ab","amount":1,"state":"ok","free":{"q":' + "[" * 200 + "]" * 200 + '}}}',
+        '{"specversion":"1.0","id":"m","source":"https://edges.example/sites/s","type":"edges.Proto","data":' + "[" * 3000 + "]" * 3000 + '}',
     ]), max_size=3))
     return draw(st.permutations(lines))
 
@@ -305,3 +309,26 @@ def test_the_public_catalogs_records_decide_alike_on_both_paths(shared_data, tmp
     per_record, batch = both_paths(tables, base / "landed.jsonl", base)
     batch.pop("batched")
     assert batch == per_record
+
+
+def test_what_the_decoder_refuses_goes_to_the_referee_and_decides_alike(edge_tables, tmp_path):
+    """Lines the compiled decoder does not take as they are: `1.0` for an integer (kept by the
+    referee, as 1), `true` for an integer, an integer beyond the column, an undeclared extension
+    attribute (kept, in `other_attributes`), a null for an optional member, a member skipped by
+    an open object; each is decided as the per-record path decides it, and the clean lines
+    around them stay in bulk."""
+    table = edge_tables["edges.Proto"]
+    kept = KEPT["edges.Proto"]
+    odd = [{**kept, "pages": 1.0}, {**kept, "pages": True}, {**kept, "pages": 2 ** 40}, {**kept, "part": None},
+           {**kept, "unknown": 1}, {**kept, "part": {"size": 1, "more": [1]}}]
+    lines = [json.dumps(_record(table, {}, kept, n)) for n in range(40)]
+    lines += [json.dumps(_record(table, {}, payload, 40 + n)) for n, payload in enumerate(odd)]
+    lines.append(json.dumps(_record(table, {"traceparent": "00-ab"}, kept, 50)))
+    (tmp_path / "odd.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths([table], tmp_path / "odd.jsonl", tmp_path)
+    assert batch.pop("batched") >= 40
+    assert batch == per_record
+    assert per_record["deadletter"] == {"schema_violation": 2}  # true and 2^40 for an int32
+    rows = [json.loads(r) for r in per_record["rows"]["messages/edges__proto"]]
+    assert {r["data"]["pages"] for r in rows} == {1, 2147483647}
+    assert [r["other_attributes"] for r in rows if r["other_attributes"]] == [[["traceparent", "00-ab"]]]

@@ -173,9 +173,10 @@ class Settings:
                            'local': every run is classified by local Python processes and Spark
                            is never started (a machine without Java, or a quick look)
     CATALAKE_BATCH_PATH    'true' (default): ordinary records (structured events of a table whose
-                           schema types by column) are decided a batch at a time, the rest one by
-                           one (runs/bulk.py); 'false': every record one by one, with the same
-                           rows and dead letters (to compare, or to rule the batch path out)
+                           schema compiles) are decided a batch at a time by the table's compiled
+                           decoder, the rest one by one (runs/bulk.py); 'false': every record one
+                           by one, with the same rows and dead letters (to compare, or to rule
+                           the compiled path out)
     CATALAKE_LOCAL_TASK_BYTES  an increment of at most this many new landed bytes (default
                            8 MiB) is classified by local Python processes rather than a Spark
                            job, when Spark runs on this machine (a local master, or Spark

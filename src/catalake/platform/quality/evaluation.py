@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..patterns import PatternError, compile_pattern
-from ..schemas.columns import failing
+from ..schemas.compiled import failing
 from ..schemas.payload import shown
 from .expectations import (
     BETWEEN,
@@ -185,8 +186,15 @@ def compile_checks(expectations: list[tuple[int, Expectation]]) -> Callable[[dic
             code.lines.append(f"{indent}elif {test}: c[2] += 1; failed.append({i})")
     code.lines.append("    return failed")
     namespace = dict(code.constants)
-    exec("\n".join(code.lines), namespace)  # noqa: S102 - our own generated source, no input text in it
+    exec(_compiled("\n".join(code.lines)), namespace)  # noqa: S102 - our own generated source, no input text in it
     return namespace["check"]
+
+
+@lru_cache(maxsize=4096)
+def _compiled(source: str):
+    """Generated source compiled once: tables of one shape share their checks' code (their
+    constants differ, in the namespace each `exec` gets)."""
+    return compile(source, "<generated check>", "exec")
 
 
 def _message(e: Expectation, value) -> str:
@@ -222,7 +230,7 @@ def _plain(value):
 class SuiteCheck:
     """A table's expectations compiled for the classifier: `check(row)` counts and returns the
     failed ERROR expectations of one record's row; `broken_in_bulk` and `kept_in_bulk` do the
-    same for a batch of rows given by column (the classifier's batch path).
+    same for a batch of rows given by column (the classifier's compiled path).
 
     Examples are the first ones in the order the task read its records (`seq`, set by the
     classifier for each record), whichever path decided them."""
@@ -271,7 +279,7 @@ class SuiteCheck:
         for i in self._warnings(row, self.counts):
             self._example(i, row, source_file, source_line)
 
-    # -- the batch path: rows given as columns, `values[path]` (raw values, `typed[path]` typing
+    # -- the compiled path: rows given as columns, `values[path]` (raw values, `typed[path]` typing
     # one when the suite sees another value, as a date-time's instant)
 
     def broken_in_bulk(self, values: dict, typed: dict) -> set[int]:
@@ -383,7 +391,7 @@ def compile_test(e: Expectation) -> Callable[[Any], bool] | None:
     if test is None:
         return None
     namespace = dict(code.constants)
-    exec(f"def test(v):\n    return {test}", namespace)  # noqa: S102 - our own generated source
+    exec(_compiled(f"def test(v):\n    return {test}"), namespace)  # noqa: S102 - our own generated source
     return namespace["test"]
 
 

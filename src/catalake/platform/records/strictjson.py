@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import orjson
@@ -21,7 +21,6 @@ from ..errors import NotJson
 MAX_DEPTH = 128  # nesting levels of a landed record (objects and arrays)
 
 _NOT_A_NUMBER = re.compile(rb"-?(NaN|Infinity)")
-NOT_SURE = object()  # first_reading: `loads` decides this text
 
 
 
@@ -49,36 +48,26 @@ def checked(raw: bytes | str, value):
     return value
 
 
-def first_reading(raw: bytes):
-    """`raw`'s JSON value as orjson reads it, or NOT_SURE when it does not parse (`loads`
-    says why): the batch path's reading, completed for a whole batch by `suspects`."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return NOT_SURE
-
-
-def suspects(texts: Sequence[bytes], values: Sequence) -> list[int]:
-    """The indexes of the texts (objects and arrays, read by `first_reading`) that `checked`
-    may refuse: as deep as MAX_DEPTH brackets allow, or (`_suspect`, judged on the batch
-    joined, then text by text only when the batch is suspect) holding a duplicate key or an
-    integer beyond 64 bits. A batch whose every text is its value written back by orjson
-    (compact JSON, as most producers write it) holds neither. Counted with numpy: `bytes.count`
-    and `in` over a batch cost more than its parse. (Joined, the counts add up: no text has
-    fewer `:` than its value written back unless it escapes one, which `u003` catches.)"""
+def unkept(texts: Sequence[bytes], values: Sequence, encode: Callable[[Any], bytes], bounded: bool = False) -> list[int]:
+    """The indexes of the texts a typed decoder read as `values` that `checked` may still refuse,
+    or that hold a member the decoder did not keep: nested as deep as MAX_DEPTH brackets allow
+    (unless the decoder's types are `bounded` below that depth), or with fewer `:` in the value
+    written back (`encode`, leaving out members at their default) than in the text: a duplicate
+    key, or a member the decoder skips (which may hold an integer beyond 64 bits or nest too
+    deep). Judged on the batch joined, then text by text only when the batch is suspect, with
+    numpy: `bytes.count` over a batch costs more than its decoding. (A text never has fewer `:`
+    than its value written back unless it escapes one, which `u003` catches.)"""
     joined = b"\n".join(texts)
     text = np.frombuffer(joined, np.uint8)
-    bounds = np.cumsum([0, *(len(t) + 1 for t in texts)])
-    brackets = np.diff(np.searchsorted(np.flatnonzero((text == ord("{")) | (text == ord("["))), bounds))
-    found = set(np.flatnonzero(brackets > MAX_DEPTH).tolist())
-    written_bytes = orjson.dumps(list(values))
-    if written_bytes[1:-1] == b",".join(texts):
-        return sorted(found)  # each text is its value written back: nothing dropped, nothing read otherwise
-    written = np.frombuffer(written_bytes, np.uint8)
-    exponent = bool(np.any((written[:-1] == ord("e")) & (written[1:] == ord("+"))))
+    found: set[int] = set()
+    if not bounded:
+        bounds = np.cumsum([0, *(len(t) + 1 for t in texts)])
+        brackets = np.diff(np.searchsorted(np.flatnonzero((text == ord("{")) | (text == ord("["))), bounds))
+        found.update(np.flatnonzero(brackets > MAX_DEPTH).tolist())
+    written = np.frombuffer(encode(values), np.uint8)
     escaped = bool(np.any((text[:-3] == ord("u")) & (text[1:-2] == ord("0")) & (text[2:-1] == ord("0")) & (text[3:] == ord("3"))))
-    if exponent or escaped or np.count_nonzero(text == ord(":")) > np.count_nonzero(written == ord(":")):
-        found.update(i for i, (t, v) in enumerate(zip(texts, values)) if _suspect(t, orjson.dumps(v)))
+    if escaped or np.count_nonzero(text == ord(":")) > np.count_nonzero(written == ord(":")):
+        found.update(i for i, (t, v) in enumerate(zip(texts, values)) if t.count(b":") > encode(v).count(b":") or b"u003" in t)
     return sorted(found)
 
 

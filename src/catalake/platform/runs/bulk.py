@@ -1,27 +1,30 @@
-"""The batch path of a task: structured CloudEvents grouped by table and decided in bulk.
+"""The compiled path of a task: structured CloudEvents grouped by table and decided in bulk.
 
 Most landed records are ordinary: a structured event of a known type whose attributes and payload
-are what its definition says. The classifier hands each parsed record to `Bulk.take` first:
+are what its definition says. The classifier offers each landed line to `Bulk.take` first:
 
-* the match is cached by the attributes the catalog's checks read
-  (`CompiledCatalog.deciding_attributes`), so records of a type, source and content type seen
-  before are not matched again;
-* a matched record joins its table's group; a group becomes one Arrow batch at a time
-  (`BulkTable.decide`): attributes, payload (schemas/columns.py) and the suite's expectations
-  (quality/evaluation.py) are checked by column, and written as the table's rows.
+* its deciding attributes (`CompiledCatalog.deciding_attributes`) are read by a decoder that
+  skips everything else (`Bulk.envelope`), and the match is cached by them, so records of a type,
+  source and content type seen before are not matched again;
+* a matched line joins its table's group; a group is decided a batch at a time
+  (`BulkTable.decide`): each line is decoded by the table's own strict decoder straight into
+  typed values (schemas/compiled.py), a screen over the batch finds what a strict reading may
+  refuse (strictjson `unkept`), and the columns, their checks and the suite's expectations
+  (quality/evaluation.py) are computed over the batch and written as the table's rows.
 
-A record the batch is not sure of goes back to the per-record path (the classifier's
-`classify_object`, the referee), which decides it exactly as it decides every other record:
-another kind of record, a record fault, an unmatched or ambiguous one, a value of another kind,
-a broken expectation. So the rows and dead letters are the per-record path's, and the cost of
-the ordinary record is a parse, a dictionary lookup and its share of column operations.
+A line the compiled path is not sure of goes to the per-record path (the classifier's
+`classify`, the referee), which decides it exactly as it decides every other record: another
+kind of record, a record fault, an unmatched or ambiguous one, a value of another kind, a broken
+expectation. So the rows and dead letters are the per-record path's, and the cost of the
+ordinary record is its decoding and its share of column operations.
 """
 
 from __future__ import annotations
 
-from itertools import repeat
-from typing import Any, Callable
+import re
+from typing import Annotated, Any, Callable
 
+import msgspec
 import pyarrow as pa
 
 from ..catalog.matcher import Match, MatchStatus
@@ -30,22 +33,50 @@ from ..records.attributes import PARSERS, column_value
 from ..records import strictjson
 from ..records.record import normalize, record_fault
 from ..jsonvalues import as_text, rfc3339
-from ..schemas.columns import Batch, Node, compile_columns, of_kinds, timestamps
+from ..schemas.compiled import Batch, Node, column_of, compile_columns, timestamps
 
 GROUP_ROWS = 4096  # a table's waiting records become one batch when it has this many
-HELD_RECORDS = 10_000  # at most this many records of a task wait in groups (then every group goes)
-# a batch has a fixed cost (about 0.8 ms: its columns, conversions and counts) that a group this
-# small does not repay: its records go one by one (a record costs 30-40 µs there, about 15 in a
-# batch of hundreds; benchmarks/RESULTS.md, session 21)
-SMALLEST_BATCH = 32
+# at most this many lines of a task wait in groups (then every group goes): held as their bytes,
+# about 40 MB; enough for a thousand tables' groups to reach a batch
+HELD_RECORDS = 65_536
+# a batch has a fixed cost (its columns, conversions and counts: about 0.1 ms for the benchmark's
+# tables) that a group this small does not repay: its lines go one by one (benchmarks/RESULTS.md,
+# session 24)
+SMALLEST_BATCH = 8
+DECODED_LINES = 512  # a table's lines decoded in one call (a refused one costs decoding those before it again)
+# what a decoder raises on a line it refuses (msgspec recurses: a deep enough nesting is a RecursionError)
+DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+_LINE = re.compile(r"at `\$\[(\d+)\]")  # the line of a chunk a ValidationError is about
 CACHED_MATCHES = 65_536  # distinct attribute combinations remembered (then forgotten all at once)
-NON_EMPTY, REQUIRED = frozenset(cloudevents.NON_EMPTY), frozenset(cloudevents.REQUIRED)
 JSON_CONTENT = "application/json"  # a structured event's data without datacontenttype (CloudEvents JSON format)
-ENVELOPE_FREE = frozenset({"data_base64", "protocol", "topic"})  # members that make a record another kind
+ENVELOPE_FREE = ("data_base64", "protocol", "topic")  # members that make a record another kind
+INT64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+# an extension attribute's value: a scalar (a structure, or an integer the strict reading may
+# refuse, goes to the referee)
+SCALAR = str | bool | INT64 | float | None
+
+
+def _envelope_type(declared: set[str], payload: Node) -> type:
+    """The msgspec type of one table's structured events: its CloudEvents attributes as the JSON
+    event format writes them (strings; the required ones present, the non-empty ones non-empty),
+    its declared extension attributes as scalars, `data` as the payload's node; no other member
+    (an undeclared attribute, `data_base64`: the referee decides)."""
+    members = []
+    for i, name in enumerate(sorted(declared)):
+        kind: Any = SCALAR
+        if name in cloudevents.JSON_STRINGS:
+            kind = Annotated[str, msgspec.Meta(min_length=1)] if name in cloudevents.NON_EMPTY else str
+        if name in cloudevents.REQUIRED:
+            members.append((f"a{i}", kind, msgspec.field(name=name)))
+        else:
+            members.append((f"a{i}", kind | None, msgspec.field(name=name, default=None)))
+    data = payload.annotation()
+    members.append(("data", data, msgspec.field()) if payload.required else ("data", data | None, None))
+    return msgspec.defstruct("Event", members, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, gc=False)
 
 
 class BulkTable:
-    """One table's batch path: how a group of its matched records becomes rows."""
+    """One table's compiled path: how a group of its matched lines becomes rows."""
 
     def __init__(self, spec, ingested_at):  # spec: the classifier's TableSpec
         self.spec = spec
@@ -53,53 +84,77 @@ class BulkTable:
         data = spec.table.schema["data"]
         covered = frozenset(e.id for e in spec.expectations)
         self.payload: Node | None = None
+        self.decoder: msgspec.json.Decoder | None = None
         if spec.jsonschema is None and spec.declared:  # jsonschema decides some keywords: per record
             self.payload = compile_columns(data.dataType, data.metadata, spec.schema.field("data").type, covered)
-        self.known = frozenset(spec.declared) | {"data"}
+        if self.payload is not None and "data" not in spec.declared:
+            self.attributes = {name: f"a{i}" for i, name in enumerate(sorted(spec.declared))}
+            try:
+                self.decoder = msgspec.json.Decoder(_envelope_type(spec.declared, self.payload))
+            except (TypeError, ValueError):  # two members of one key (wire names alike): per record
+                self.payload = None
+            depth = self.payload.depth() if self.payload is not None else None  # the event's object holds the payload
+            self.bounded = depth is not None and depth + 1 < strictjson.MAX_DEPTH
+        else:
+            self.payload = None
 
     @property
     def eligible(self) -> bool:
         return self.payload is not None
 
-    def decide(self, objs: tuple, matches: tuple, files: tuple, lines: tuple, fields: tuple) -> tuple[pa.RecordBatch, set[int], dict, dict]:
+    def decode(self, raws: list[bytes]) -> tuple[list, list[int]]:
+        """The lines decoded as this table's events, and the indexes of those its decoder refuses.
+        Decoded as newline-delimited JSON, a chunk at a time (half the cost of a call a line);
+        a chunk with a refused line is decoded again up to it and goes on after it."""
+        decoder, events, refused = self.decoder, [], []
+        start = 0
+        while start < len(raws):
+            chunk = raws[start:start + DECODED_LINES]
+            try:
+                events += decoder.decode_lines(b"\n".join(chunk))
+                start += len(chunk)
+                continue
+            except msgspec.ValidationError as exc:
+                found = _LINE.search(str(exc))
+            except DECODE_ERRORS:  # malformed past what the match read, nested too deep: no line given
+                found = None
+            if found is None:
+                for i, raw in enumerate(chunk, start):
+                    try:
+                        events.append(decoder.decode(raw))
+                    except DECODE_ERRORS:
+                        refused.append(i)
+                start += len(chunk)
+            else:
+                at = int(found.group(1))
+                if at:
+                    events += decoder.decode_lines(b"\n".join(chunk[:at]))
+                refused.append(start + at)
+                start += at + 1
+        return events, refused
+
+    def decide(self, events: list, matches: tuple, files: tuple, lines: tuple, fields: tuple) -> tuple[pa.RecordBatch, set[int], dict, dict]:
         """The group's rows as one batch, the records it is not sure of, and the typed values by
         path (what the suite tests)."""
         batch = Batch()
-        self._envelope(objs, batch)
         arrays = []
         for (name, source), field in zip(self.spec.sources, self.spec.schema):
-            arrays.append(self._column(name, source, field.type, objs, matches, files, lines, fields, batch))
+            arrays.append(self._column(name, source, field.type, events, matches, files, lines, fields, batch))
+        for name in cloudevents.JSON_STRINGS:  # what an expectation on an attribute without a column tests
+            if (name,) not in batch.values and name in self.attributes:
+                batch.values[(name,)] = column_of(events, self.attributes[name])
         return pa.RecordBatch.from_arrays(arrays, schema=self.spec.schema), batch.bad, batch.values, batch.typed
 
-    def _envelope(self, objs: tuple, batch: Batch) -> None:
-        """What `record_fault` refuses, by column: an attribute the JSON event format writes as a
-        string carried as another value, a missing or empty required one, a time that does not parse."""
-        for name in cloudevents.JSON_STRINGS:
-            column = of_kinds(list(map(dict.get, objs, repeat(name))), (str,), batch)
-            if name in NON_EMPTY and "" in column:
-                batch.mark(i for i, v in enumerate(column) if v == "")
-            if name in REQUIRED and None in column:
-                batch.mark(i for i, v in enumerate(column) if v is None)
-            batch.values[(name,)] = column
-
-    def _column(self, name: str, source: tuple, arrow_type: pa.DataType, objs, matches, files, lines, fields, batch: Batch) -> pa.Array:
-        kind, size = source[0], len(objs)
+    def _column(self, name: str, source: tuple, arrow_type: pa.DataType, events, matches, files, lines, fields, batch: Batch) -> pa.Array:
+        kind, size = source[0], len(events)
         if kind == "data":
-            values = list(map(dict.get, objs, repeat("data")))
-            if self.payload.required:
-                batch.mark(i for i, v in enumerate(values) if v is None)
-            return self.payload.run(values, batch)
+            return self.payload.run(column_of(events, "data"), batch)
         if kind == "attribute":
-            return self._attribute(source[1], source[2], arrow_type, objs, batch)
-        if kind == "other_attributes":
-            known = self.known
-            plain = list(map(known.issuperset, objs))
-            if False not in plain:  # no extension attributes: every map empty
-                return pa.MapArray.from_arrays(pa.array([0] * (size + 1), pa.int32()), pa.array([], pa.string()),
-                                               pa.array([], pa.string()), type=arrow_type)
-            values: list[Any] = [{} if p else {k: as_text(v) for k, v in o.items() if k not in known and v is not None}
-                                 for o, p in zip(objs, plain)]  # extension attributes, as text (record.py)
-        elif kind == "placeholder":
+            return self._attribute(source[1], source[2], arrow_type, events, batch)
+        if kind == "other_attributes":  # the decoder took no undeclared attribute: every map empty
+            return pa.MapArray.from_arrays(pa.array([0] * (size + 1), pa.int32()), pa.array([], pa.string()),
+                                           pa.array([], pa.string()), type=arrow_type)
+        if kind == "placeholder":
             values = [m.placeholders.get(source[1]) for m in matches]
         elif kind == "source_file":
             values = list(files)
@@ -115,11 +170,11 @@ class BulkTable:
         batch.values[(name,)] = values
         return pa.array(values, arrow_type)
 
-    def _attribute(self, name: str, kind: str, arrow_type: pa.DataType, objs, batch: Batch) -> pa.Array:
+    def _attribute(self, name: str, kind: str, arrow_type: pa.DataType, events, batch: Batch) -> pa.Array:
         """A CloudEvents attribute's column, as classifier `_attribute` reads it."""
-        values = batch.values.get((name,))  # the CloudEvents ones, checked to be text
-        if values is None:  # an extension attribute the definition declares: as text (record.py)
-            values = [as_text(o.get(name)) for o in objs]
+        values = column_of(events, self.attributes[name])
+        if name not in cloudevents.JSON_STRINGS:  # an extension attribute: as text (record.py)
+            values = list(map(as_text, values))
         if name == "datacontenttype":
             values = [JSON_CONTENT if v is None else v for v in values]
         elif name == "time" or kind == "timestamp":
@@ -127,25 +182,43 @@ class BulkTable:
             batch.typed[(name,)] = rfc3339
             return timestamps(values, arrow_type, batch)
         elif kind in PARSERS:
-            values = [column_value(kind, as_text(v)) for v in values]
+            values = [column_value(kind, v) for v in values]
         batch.values[(name,)] = values
         return pa.array(values, arrow_type)
 
 
-def _key_function(values: tuple[str, ...], present: tuple[str, ...]) -> Callable[[dict], tuple]:
-    """A record's deciding attributes as one tuple, in one call (generated: a loop of calls per
+def _key_function(values: tuple[str, ...], present: tuple[str, ...]) -> Callable[[Any], tuple | None]:
+    """A line's deciding attributes as one tuple, from its `_deciding_type` decoding, or None
+    when it is no structured CloudEvent of version 1.0 (generated: one call; a loop of calls per
     record cost more than the rest of taking it)."""
-    parts = [f"o.get({name!r})" for name in values] + [f"o.get({name!r}) is not None" for name in present]
-    return eval(f"lambda o: ({', '.join(parts)},)")  # noqa: S307 - attribute names as string literals
+    parts = [f"e.v{i}" for i in range(len(values))] + [f"e.p{i} is not None" for i in range(len(present))]
+    version = f"e.v{values.index('specversion')}" if "specversion" in values else "e.specversion"
+    plain = " and ".join(f"e.f{i} is None" for i in range(len(ENVELOPE_FREE)))
+    return eval(f"lambda e: ({', '.join(parts)},) if {version} == '1.0' and {plain} else None")  # noqa: S307 - our own names
+
+
+def _deciding_type(values: tuple[str, ...], present: tuple[str, ...]) -> type:
+    """The msgspec type of what the match of a structured event depends on: the attributes whose
+    text the catalog's checks read (`v<i>`; text only: a value of another kind is the referee's),
+    those whose presence they test (`p<i>`), `specversion` and the members that make a record
+    another kind (`f<i>`). Everything else in a line is skipped, not built."""
+    members = [(f"v{i}", str | None, msgspec.field(name=name, default=None)) for i, name in enumerate(values)]
+    members += [(f"p{i}", Any, msgspec.field(name=name, default=None)) for i, name in enumerate(present)]
+    # present at all, null or not: never parsed (a Raw is its text)
+    members += [(f"f{i}", msgspec.Raw, msgspec.field(name=name, default=None)) for i, name in enumerate(ENVELOPE_FREE)]
+    if "specversion" not in values:
+        members.append(("specversion", str | None, None))
+    return msgspec.defstruct("Deciding", members, kw_only=True, gc=False)
 
 
 class Bulk:
-    """A task's batch path: parsed records grouped by table, decided a group at a time."""
+    """A task's compiled path: landed lines grouped by table, decided a group at a time."""
 
     def __init__(self, classifier):  # the task's Classifier: the referee, and where rows go
         self.classifier = classifier
         self.values, self.present = classifier.matcher.deciding_attributes()
         self.key = _key_function(self.values, self.present)
+        self.envelope = msgspec.json.Decoder(_deciding_type(self.values, self.present)).decode
         self.matches: dict[tuple, Match | None] = {}
         self.tables: dict[int, BulkTable] = {}
         self.groups: dict[int, list] = {}
@@ -157,20 +230,30 @@ class Bulk:
             table = self.tables[idx] = BulkTable(self.classifier.spec(idx), self.classifier.plan.ingested_at)
         return table
 
-    def take(self, obj, source_file: str, line: int, raw, seq: int, fields) -> bool:
-        """Whether the batch path takes this parsed record (else the caller classifies it)."""
-        if type(obj) is not dict or obj.get("specversion") != "1.0" or not ENVELOPE_FREE.isdisjoint(obj):
+    def offer(self, source_file: str, line: int, raw) -> None:
+        """One landed line: taken by the compiled path, or classified by the per-record path (a
+        line of a Kafka topic's file is a Kafka record: the per-record path reads it)."""
+        c = self.classifier
+        if type(raw) is not bytes or c.topic is not None or not self.take(raw, source_file, line, c.seq, c.fields):
+            c.classify(source_file, line, raw)
+
+    def take(self, raw: bytes, source_file: str, line: int, seq: int, fields) -> bool:
+        """Whether the compiled path takes this landed line (else the caller classifies it)."""
+        try:
+            key = self.key(self.envelope(raw))
+        except DECODE_ERRORS:  # not an object, an attribute of another kind, nested too deep
             return False
-        key = self.key(obj)
+        if key is None:
+            return False
         m = self.matches.get(key, False)
         if m is False:
-            m = self._match(obj, key)
+            m = self._match(raw, key)
         if m is None:
             return False
         group = self.groups.get(m.winner.idx)
         if group is None:
             group = self.groups[m.winner.idx] = []
-        group.append((obj, source_file, line, raw, seq, fields, m))
+        group.append((raw, source_file, line, seq, fields, m))
         self.held += 1
         if len(group) >= GROUP_ROWS:
             self.flush(m.winner.idx)
@@ -178,11 +261,13 @@ class Bulk:
             self.flush()
         return True
 
-    def _match(self, obj: dict, key: tuple) -> Match | None:
-        """The match of the records with these deciding attributes (remembered), or None when the
+    def _match(self, raw: bytes, key: tuple) -> Match | None:
+        """The match of the lines with these deciding attributes (remembered), or None when the
         per-record path decides them. A record fault is the record's own: decided, never remembered."""
-        if any(v is not None and type(v) is not str for v in key[:len(self.values)]):
-            return None  # 1 == 1.0 == True as keys: only text is remembered
+        try:
+            obj = strictjson.loads(raw)
+        except strictjson.NotJson:
+            return None
         rec = normalize(obj)
         if record_fault(rec, self.classifier.matcher.takes_plain) is not None:
             return None
@@ -195,43 +280,54 @@ class Bulk:
         return m
 
     def flush(self, idx: int | None = None) -> None:
-        """Decides the waiting records of one table (all tables: None); a group too small to
+        """Decides the waiting lines of one table (all tables: None); a group too small to
         repay a batch goes one by one."""
         for i in ([idx] if idx is not None else list(self.groups)):
             group = self.groups.pop(i, None)
             if group:
                 self.held -= len(group)
                 if len(group) < SMALLEST_BATCH:
-                    self._referee(group, read=True)
+                    self._referee(group)
                 else:
                     self._decide(self.table(i), group)
 
     def _decide(self, table: BulkTable, group: list) -> None:
         c, spec = self.classifier, table.spec
-        unsure = strictjson.suspects([g[3] for g in group], [g[0] for g in group])
-        if unsure:  # a duplicate key or a big integer, maybe: read strictly, record by record
-            reading = c.fields
-            for i in unsure:
-                c.fields, c.seq = group[i][5], group[i][4]
-                c.classify(group[i][1], group[i][2], group[i][3])
-            c.fields = reading
-            unsure = set(unsure)
-            group = [g for i, g in enumerate(group) if i not in unsure]
-            if not group:
-                return
-        objs, files, lines, raws, seqs, fields, matches = zip(*group)
         if not table.eligible:  # found out in an earlier batch of the task
             self._referee(group)
             return
-        rows, bad, values, typed = table.decide(objs, matches, files, lines, fields)
+        raws = [g[0] for g in group]
+        events, refused = table.decode(raws)
+        if refused:
+            self._referee([group[i] for i in refused])
+            kept = set(refused)
+            group = [g for i, g in enumerate(group) if i not in kept]
+            raws = [g[0] for g in group]
+        unsure = strictjson.unkept(raws, events, msgspec.json.encode, table.bounded)
+        if unsure:  # a member the decoder did not keep, maybe a duplicate key: read strictly
+            refused = []
+            for i in unsure:
+                try:
+                    strictjson.loads(raws[i])
+                except strictjson.NotJson:
+                    refused.append(i)
+            if refused:
+                self._referee([group[i] for i in refused])
+                kept = set(refused)
+                events = [e for i, e in enumerate(events) if i not in kept]
+                group = [g for i, g in enumerate(group) if i not in kept]
+        if not group:
+            return
+        _, files, lines, seqs, fields, matches = zip(*group)
+        rows, bad, values, typed = table.decide(events, matches, files, lines, fields)
         try:
             bad |= spec.suite.broken_in_bulk(values, typed)
-        except KeyError:  # an expectation on a column the batch path does not hold: per record
+        except KeyError:  # an expectation on a column the compiled path does not hold: per record
             table.payload = None
-            bad = set(range(len(objs)))
+            bad = set(range(len(events)))
         kept_seqs, kept_files, kept_lines = seqs, files, lines
         if bad:
-            keep = [i for i in range(len(objs)) if i not in bad]
+            keep = [i for i in range(len(events)) if i not in bad]
             rows = rows.take(pa.array(keep, pa.int32()))
             values = {path: [column[i] for i in keep] for path, column in values.items()}
             kept_seqs, kept_files, kept_lines = ([x[i] for i in keep] for x in (seqs, files, lines))
@@ -243,15 +339,12 @@ class Bulk:
         if bad:
             self._referee([group[i] for i in sorted(bad)])
 
-    def _referee(self, group: list, read: bool = False) -> None:
-        """The per-record path decides these records, each with its own lineage and read order
-        (`read`: from their strict reading on, which no batch completed)."""
+    def _referee(self, group: list) -> None:
+        """The per-record path decides these lines, each with its own lineage and read order."""
         c = self.classifier
-        reading = c.fields  # the piece being read, while these come from earlier ones
-        for obj, source_file, line, raw, seq, fields, _ in group:
+        reading = c.fields, c.topic  # the piece being read, while these come from earlier ones
+        c.topic = None  # the compiled path takes no line of a Kafka topic's file
+        for raw, source_file, line, seq, fields, _ in group:
             c.fields, c.seq = fields, seq
-            if read:
-                c.classify_read(obj, obj, source_file, line, raw)
-            else:
-                c.classify_object(obj, source_file, line, raw)
-        c.fields = reading
+            c.classify(source_file, line, raw)
+        c.fields, c.topic = reading

@@ -19,7 +19,6 @@ import datetime as dt
 from dataclasses import dataclass
 import gc
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
@@ -304,7 +303,7 @@ class Classifier:
                     yield shown, line, raw
 
         bulk = Bulk(self) if self.plan.batch else None
-        return self._task(task, records(), self.classify if bulk is None else partial(self.take, bulk), bulk, day)
+        return self._task(task, records(), self.classify if bulk is None else bulk.offer, bulk, day)
 
     def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
         """Dead-letter rows of a day classified again (replay.py): a row of a reason the catalog
@@ -347,7 +346,7 @@ class Classifier:
         return result
 
     def add_rows(self, name: str, schema: pa.Schema, rows: pa.RecordBatch) -> None:
-        """A batch of rows the batch path kept."""
+        """A batch of rows the compiled path kept."""
         self.result.rows[name] = self.result.rows.get(name, 0) + rows.num_rows
         self.output.add_batch(name, schema, rows)
 
@@ -372,27 +371,6 @@ class Classifier:
             reason, detail, candidates or [], kind, rec.protocol if rec is not None else None, attrs.get("type"),
             attrs.get("id"), source_file, source_line, text, self.plan.ingested_at, broken or [], self.fields,
         ))
-
-    def take(self, bulk: Bulk, source_file: str, line: int, raw) -> None:
-        """One landed record, offered to the batch path once read (strictjson `first_reading`:
-        the batch completes the strict reading, `suspects`)."""
-        value = strictjson.first_reading(raw) if type(raw) is bytes else strictjson.NOT_SURE
-        if value is strictjson.NOT_SURE:
-            self.classify(source_file, line, raw)
-            return
-        obj = value if self.topic is None else self.landed(value, line)
-        if not bulk.take(obj, source_file, line, raw, self.seq, self.fields):
-            self.classify_read(value, obj, source_file, line, raw)
-
-    def classify_read(self, value, obj, source_file: str, line: int, raw) -> None:
-        """A record read by `strictjson.first_reading` (`value`, and `obj` as it landed),
-        classified once its strict reading is complete."""
-        try:
-            strictjson.checked(raw, value)
-        except strictjson.NotJson as exc:
-            self.deadletter(exc.reason, exc.detail, source_file, line, raw)
-            return
-        self.classify_parsed(obj, source_file, line, raw)
 
     def classify(self, source_file: str, line: int, raw) -> None:
         if isinstance(raw, TooLarge):

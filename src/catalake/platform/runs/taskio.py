@@ -97,7 +97,7 @@ class TaskOutput:
             self._held(buffer.to_arrow())
 
     def add_batch(self, name: str, schema: pa.Schema, rows: pa.RecordBatch) -> None:
-        """Rows already in Arrow (the batch path)."""
+        """Rows already in Arrow (the compiled path)."""
         buffer = self.buffers.get(name)
         if buffer is None:
             buffer = self.buffers[name] = Buffer(schema)
@@ -150,7 +150,7 @@ class TaskResult:
     deadletter: dict[str, int] = field(default_factory=dict)  # reason -> rows
     per_file: dict[str, int] = field(default_factory=dict)  # landed file -> records read
     moved: dict[str, int] = field(default_factory=dict)  # replay: "<old reason> -> <table>" -> rows
-    batched: int = 0  # records the batch path decided (kept) on its own; the executor's figure, not reported
+    batched: int = 0  # records the compiled path decided (kept) on its own; the executor's figure, not reported
 
     def summary(self) -> dict:
         """What crosses back to the driver (as JSON), merged there by `results.Merged`."""

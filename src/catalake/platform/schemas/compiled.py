@@ -1,27 +1,36 @@
-"""A batch of payloads -> the typed `data` column, decided in bulk where it is surely right.
+"""A table's compiled decision: landed lines -> its typed rows, by a strict decoder built once
+from the table's derived schema.
 
-The batch path of payload.py: `compile_columns` builds one node per schema node (from the same
-Spark type and metadata), and a node takes the values of a whole batch at once. It checks
-their JSON kinds by `type` over the column (set operations in C, not a call per value), runs
-the value constraints of payload.py (`_constraints`, the same functions) once per distinct
-value, and converts the column with Arrow. A record it is not sure of is `bad`: a value of
-another kind, out of its column's range, breaking a constraint, a date-time that is not the
-common RFC 3339 form, a missing required property. Bad records go through payload.py itself
-(the classifier's per-record path), which decides what they are: kept (`1.0` is an integer),
-or a dead letter with today's detail. So the batch path only ever keeps what the per-record path
-would keep, with the same typed values.
+`compile_columns` turns each schema node (the same Spark type and metadata payload.py compiles)
+into a `Node` that says two things:
 
-A schema with a node this does not type in bulk (maps, decimals, binary, dates, local
-date-times, Avro units, string-encoded integers, XML, arrays of numbers checked for unique
-items) gives None: its table's records all take the per-record path.
+* its msgspec type (`annotation`): what the decoder accepts there. A line is decoded straight
+  into typed values, and the decoder refuses, with no Python per value, whatever the node does
+  not surely keep: a value of another JSON kind (a bool is no integer, `1.0` is no integer), an
+  integer out of the column's range, a missing required member, a member a closed object does
+  not have, a non-finite number, a lone surrogate.
+* the column it makes of a batch's decoded values (`run`): the Arrow array, with the checks a
+  decoder cannot make run once per distinct value or over the Arrow column (payload.py's
+  `_constraints`: bounds, lengths, enums and patterns on RE2; a date-time that is not the common
+  RFC 3339 form; a JSON Structure string's syntax).
+
+A line the decoder refuses, and a record a column check is not sure of (`Batch.bad`), goes to
+the per-record path (the classifier's referee), which decides what it is: kept (`1.0` is an
+integer there), or a dead letter with its exact reason and detail. So the compiled path only
+ever keeps what the referee would keep, with the same typed values.
+
+A schema with a node this does not compile (maps, decimals, binary, dates, local date-times,
+Avro units, string-encoded integers, XML, arrays of numbers checked for unique items, an enum of
+objects) gives None: its table's records all take the per-record path.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, chain, repeat
-from typing import Any, Callable
+from itertools import accumulate, chain
+from typing import Annotated, Any, Callable
 
+import msgspec
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,12 +40,14 @@ from ..jsonvalues import rfc3339
 from . import keys
 from .payload import INTEGER_BITS, SYNTAX, _constraints
 
-NONE = type(None)
 # RFC 3339 date-times Arrow's cast reads exactly as `rfc3339` does: `T`, 1-6 fraction digits,
 # `Z` or an offset, years 1000-8999 (the UTC instant stays in Python's range), no leap second;
 # any other spelling is parsed by `rfc3339` itself
 COMMON_DATETIME = (r"^[1-8][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
                    r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
+# a number this large may have been an integer literal beyond 64 bits, which the strict reading
+# refuses (strictjson `_exact`) and a float-typed decoder reads as a float: the referee decides
+BIG_NUMBER = float(1 << 63)
 
 
 class Batch:
@@ -73,22 +84,7 @@ def failing(values: list, fails: Callable[[Any], bool]) -> list[int]:
     return [i for i, v in enumerate(values) if v in broken] if broken else []
 
 
-def of_kinds(values: list, kinds: tuple[type, ...], batch: Batch, owners: list[int] | None = None) -> list:
-    """`values` with every value of another JSON kind nulled and its record marked bad (`type`
-    is exact here: a bool is not an int)."""
-    found = set(map(type, values))
-    found.discard(NONE)
-    if found.issubset(kinds):
-        return values
-    values = list(values)
-    for i, v in enumerate(values):
-        if v is not None and type(v) not in kinds:
-            values[i] = None
-            batch.bad.add(owners[i] if owners is not None else i)
-    return values
-
-
-def timestamps(values: list, arrow_type: pa.DataType, batch: Batch, owners: list[int] | None = None) -> pa.Array:
+def timestamps(values: list, arrow_type: pa.DataType, batch: Batch, owners=None) -> pa.Array:
     """RFC 3339 text -> an instant column: the common form by Arrow's cast, any other by
     `rfc3339` (None where it does not parse: the record is marked bad)."""
     text = pa.array(values, pa.string())
@@ -105,10 +101,22 @@ def timestamps(values: list, arrow_type: pa.DataType, batch: Batch, owners: list
     return pa.array(parsed, arrow_type)
 
 
-class Node:
-    """One schema node of the payload, typing a whole column of raw JSON values."""
+def column_of(values: list, attribute: str) -> list:
+    """One member of a column of decoded structs (None where the struct is)."""
+    getters = _GETTERS.get(attribute)
+    if getters is None:
+        # generated: a comprehension reading `v.<name>` is twice as fast as `map(attrgetter)`
+        getters = _GETTERS[attribute] = (eval(f"lambda values: [v.{attribute} for v in values]"),  # noqa: S307
+                                         eval(f"lambda values: [None if v is None else v.{attribute} for v in values]"))  # noqa: S307
+    return getters[None in values](values)
 
-    kinds: tuple[type, ...] = ()
+
+_GETTERS: dict[str, tuple[Callable, Callable]] = {}  # a struct member's name -> its column's readers
+
+
+class Node:
+    """One schema node of the payload: what its decoder accepts, and the column of a batch."""
+
     required = False  # a null is a violation the suite does not name (the top node: `data:required`)
 
     def __init__(self, path: tuple, arrow_type: pa.DataType, checks: list):
@@ -116,30 +124,36 @@ class Node:
         self.arrow_type = arrow_type
         self.checks = checks  # payload.py's (rule, fails, message) constraints not left to the suite
 
-    def run(self, values: list, batch: Batch, owners: list[int] | None = None) -> pa.Array:
-        """The column's Arrow array; records it is not sure of are added to `batch.bad`
-        (`owners`: the record of each value, when the values are an array's items)."""
-        values = self.typed(of_kinds(values, self.kinds, batch, owners), batch, owners)
+    def annotation(self) -> Any:
+        """The msgspec type of a present, non-null value."""
+        raise NotImplementedError
+
+    def depth(self) -> int | None:
+        """How deep the values the node accepts nest (objects and arrays), None when unbounded."""
+        return 0
+
+    def run(self, values: list, batch: Batch, owners=None) -> pa.Array:
+        """The column's Arrow array from decoded values; records it is not sure of are added to
+        `batch.bad` (`owners`: the record of each value, when the values are an array's items)."""
+        values = self.typed(values, batch, owners)
         for _, fails, _ in self.checks:
             batch.mark(owners[i] if owners is not None else i for i in failing(values, fails))
         if owners is None:
             batch.values[self.path] = values
-        return self.arrow(values, batch, owners)
+        return pa.array(values, self.arrow_type)
 
     def typed(self, values: list, batch: Batch, owners) -> list:
         """The values as payload.py types them (the suite tests these)."""
         return values
 
-    def arrow(self, values: list, batch: Batch, owners) -> pa.Array:
-        return pa.array(values, self.arrow_type)
-
 
 class String(Node):
-    kinds = (str,)
-
     def __init__(self, path, arrow_type, checks, syntax=None):
         super().__init__(path, arrow_type, checks)
         self.syntax = syntax  # a JSON Structure string type's syntax: a value without it is of another type
+
+    def annotation(self):
+        return str
 
     def typed(self, values, batch, owners):
         if self.syntax is not None:
@@ -148,39 +162,37 @@ class String(Node):
 
 
 class Integer(Node):
-    kinds = (int,)  # 1.0 is an integer too: the per-record path converts it
-
     def __init__(self, path, arrow_type, checks, low: int, high: int):
         super().__init__(path, arrow_type, checks)
         self.low, self.high = low, high
 
-    def typed(self, values, batch, owners):
-        present = [v for v in values if v is not None]
-        if present and (min(present) < self.low or max(present) > self.high):
-            values = list(values)
-            for i, v in enumerate(values):
-                if v is not None and not self.low <= v <= self.high:
-                    values[i] = None
-                    batch.bad.add(owners[i] if owners is not None else i)
-        return values
+    def annotation(self):
+        # msgspec bounds fit in an int64: a wider unsigned column's top values go to the referee
+        return Annotated[int, msgspec.Meta(ge=max(self.low, -(1 << 63)), le=min(self.high, (1 << 63) - 1))]
 
 
 class Number(Node):
-    kinds = (int, float)
+    def annotation(self):
+        return float  # an integer is a number too: read as a float, as payload.py types it
 
     def typed(self, values, batch, owners):
-        return [float(v) if type(v) is int else v for v in values] if int in set(map(type, values)) else values
+        present = [v for v in values if v is not None] if None in values else values
+        if present and (max(present) >= BIG_NUMBER or min(present) <= -BIG_NUMBER):
+            batch.mark(owners[i] if owners is not None else i for i, v in enumerate(values)
+                       if v is not None and abs(v) >= BIG_NUMBER)
+        return values
 
 
 class Boolean(Node):
-    kinds = (bool,)
+    def annotation(self):
+        return bool
 
 
 class Timestamp(Node):
-    kinds = (str,)
+    def annotation(self):
+        return str  # the text: Arrow's cast or `rfc3339` reads it (`timestamps`)
 
     def run(self, values, batch, owners=None):
-        values = of_kinds(values, self.kinds, batch, owners)
         array = timestamps(values, self.arrow_type, batch, owners)
         if owners is None:
             batch.values[self.path] = values
@@ -195,32 +207,46 @@ class JsonText(Node):
 
     def __init__(self, path, arrow_type, checks, objects_only: bool):
         super().__init__(path, arrow_type, [])
-        self.kinds = (dict,) if objects_only else (dict, list, str, int, float, bool)
+        self.objects_only = objects_only
+
+    def annotation(self):
+        return dict if self.objects_only else Any
+
+    def depth(self):
+        return None
 
     def typed(self, values, batch, owners):
-        return [None if v is None else orjson.dumps(v).decode() for v in values]
+        out = []
+        for i, v in enumerate(values):
+            try:
+                out.append(None if v is None else orjson.dumps(v).decode())
+            except TypeError:  # an integer beyond 64 bits: the strict reading refuses the record
+                out.append(None)
+                batch.bad.add(owners[i] if owners is not None else i)
+        return out
 
 
 class Struct(Node):
-    kinds = (dict,)
-
-    def __init__(self, path, arrow_type, checks, fields: list, closed):
+    def __init__(self, path, arrow_type, checks, fields: list, closed: bool):
         super().__init__(path, arrow_type, checks)
         self.fields = fields  # (wire name, node, required and not left to the suite)
-        self.closed = frozenset(closed) if closed is not None else None
+        self.closed = closed
+        self._type = None
+
+    def annotation(self):
+        if self._type is None:
+            members = [(f"m{i}", node.annotation(), msgspec.field(name=wire)) if required
+                       else (f"m{i}", node.annotation() | None, msgspec.field(name=wire, default=None))
+                       for i, (wire, node, required) in enumerate(self.fields)]
+            self._type = msgspec.defstruct("Payload", members, kw_only=True, forbid_unknown_fields=self.closed, omit_defaults=True, gc=False)
+        return self._type
+
+    def depth(self):
+        depths = [node.depth() for _, node, _ in self.fields]
+        return None if None in depths else 1 + max(depths, default=0)
 
     def run(self, values, batch, owners=None):
-        values = of_kinds(values, self.kinds, batch, owners)
-        where = (lambda i: owners[i]) if owners is not None else (lambda i: i)
-        if self.closed is not None:
-            batch.mark(where(i) for i, v in enumerate(values) if v is not None and not self.closed.issuperset(v))
-        children = []
-        whole = None not in values
-        for wire, node, required in self.fields:
-            child = list(map(dict.get, values, repeat(wire))) if whole else [None if v is None else v.get(wire) for v in values]
-            if required:
-                batch.mark(where(i) for i, (v, c) in enumerate(zip(values, child)) if v is not None and c is None)
-            children.append(node.run(child, batch, owners))
+        children = [node.run(column_of(values, f"m{i}"), batch, owners) for i, (_, node, _) in enumerate(self.fields)]
         if owners is None:
             batch.values[self.path] = values
         nulls = pa.array([v is None for v in values], pa.bool_()) if None in values else None
@@ -228,14 +254,18 @@ class Struct(Node):
 
 
 class Array(Node):
-    kinds = (list,)
-
     def __init__(self, path, arrow_type, checks, element: Node):
         super().__init__(path, arrow_type, checks)
         self.element = element
 
+    def annotation(self):
+        return list[self.element.annotation()]
+
+    def depth(self):
+        depth = self.element.depth()
+        return None if depth is None else 1 + depth
+
     def run(self, values, batch, owners=None):
-        values = of_kinds(values, self.kinds, batch, owners)
         lengths = [0 if v is None else len(v) for v in values]
         offsets = [0, *accumulate(lengths)]
         items = list(chain.from_iterable(v for v in values if v is not None))
@@ -262,7 +292,7 @@ class _Owners:
 
 
 def _node(dtype: DataType, meta: dict, arrow_type: pa.DataType, path: tuple, text: str, covered: frozenset[str]) -> Node | None:
-    """The bulk node of one schema node (payload.py `compile_node`), or None."""
+    """The compiled node of one schema node (payload.py `compile_node`), or None."""
     if meta.get(keys.XML) or meta.get(keys.UNIT) or meta.get(keys.ENCODING):
         return None
     if meta.get(keys.JSON):
@@ -279,7 +309,10 @@ def _node(dtype: DataType, meta: dict, arrow_type: pa.DataType, path: tuple, tex
                 return None
             required = bool(f.metadata.get(keys.REQUIRED) or not f.nullable) and f"{child}:required" not in covered
             fields.append((f.metadata.get(keys.WIRE, f.name), node, required))
-        return Struct(path, arrow_type, [], fields, (meta.get(keys.CHECK) or {}).get("closed"))
+        closed = (meta.get(keys.CHECK) or {}).get("closed")
+        if closed is not None and set(closed) != {wire for wire, _, _ in fields}:
+            return None  # allowed members the column does not hold: per record
+        return Struct(path, arrow_type, [], fields, closed is not None)
     if isinstance(dtype, ArrayType):
         items = meta.get(keys.ITEMS) or {}
         element = _node(dtype.elementType, items, arrow_type.value_type, path + ("[]",), f"{text}[]", frozenset())
@@ -305,11 +338,10 @@ def _node(dtype: DataType, meta: dict, arrow_type: pa.DataType, path: tuple, tex
 
 
 def compile_columns(dtype: DataType, meta: dict, arrow_type: pa.DataType, covered: frozenset[str] = frozenset()) -> Node | None:
-    """The bulk typing of a table's `data` column (payload.py `compile_payload`), or None when
+    """The compiled typing of a table's `data` column (payload.py `compile_payload`), or None when
     some node of its schema is typed only record by record. `data` itself must be present
     when the data schema requires it and the suite does not say so."""
     node = _node(dtype, meta, arrow_type, ("data",), "data", covered)
     if node is not None and meta.get(keys.REQUIRED) and "data:required" not in covered:
         node.required = True
     return node
-
