@@ -332,3 +332,15 @@ def test_what_the_decoder_refuses_goes_to_the_referee_and_decides_alike(edge_tab
     rows = [json.loads(r) for r in per_record["rows"]["messages/edges__proto"]]
     assert {r["data"]["pages"] for r in rows} == {1, 2147483647}
     assert [r["other_attributes"] for r in rows if r["other_attributes"]] == [[["traceparent", "00-ab"]]]
+
+
+def test_held_lines_are_bounded_by_their_bytes_and_decide_alike(edge_tables, tmp_path, monkeypatch):
+    """Lines wait in groups up to `HELD_BYTES` (large lines flush every group sooner): the
+    batches are smaller, the outcome the same."""
+    monkeypatch.setattr(bulk, "HELD_BYTES", 4000)
+    table = edge_tables["edges.Proto"]
+    lines = [json.dumps(_record(table, {}, {**KEPT["edges.Proto"], "name": "n" * (n % 50)}, n)) for n in range(200)]
+    (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n")
+    per_record, batch = both_paths([table], tmp_path / "big.jsonl", tmp_path)
+    assert batch.pop("batched") == 200
+    assert batch == per_record and sum(per_record["written"].values()) == 200

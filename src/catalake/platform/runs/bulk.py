@@ -36,9 +36,11 @@ from ..jsonvalues import as_text, rfc3339
 from ..schemas.compiled import Batch, Node, column_of, compile_columns, timestamps
 
 GROUP_ROWS = 4096  # a table's waiting records become one batch when it has this many
-# at most this many lines of a task wait in groups (then every group goes): held as their bytes,
-# about 40 MB; enough for a thousand tables' groups to reach a batch
+# at most this many lines, and this many of their bytes, of a task wait in groups (then every
+# group goes): enough for a thousand tables' groups to reach a batch, with memory bounded for
+# lines of any size
 HELD_RECORDS = 65_536
+HELD_BYTES = 64 << 20
 # a batch has a fixed cost (its columns, conversions and counts: about 0.1 ms for the benchmark's
 # tables) that a group this small does not repay: its lines go one by one (benchmarks/RESULTS.md,
 # session 24)
@@ -222,7 +224,7 @@ class Bulk:
         self.matches: dict[tuple, Match | None] = {}
         self.tables: dict[int, BulkTable] = {}
         self.groups: dict[int, list] = {}
-        self.held = 0
+        self.held = self.held_bytes = 0
 
     def table(self, idx: int) -> BulkTable:
         table = self.tables.get(idx)
@@ -255,9 +257,10 @@ class Bulk:
             group = self.groups[m.winner.idx] = []
         group.append((raw, source_file, line, seq, fields, m))
         self.held += 1
+        self.held_bytes += len(raw)
         if len(group) >= GROUP_ROWS:
             self.flush(m.winner.idx)
-        elif self.held >= HELD_RECORDS:
+        elif self.held >= HELD_RECORDS or self.held_bytes >= HELD_BYTES:
             self.flush()
         return True
 
@@ -286,6 +289,7 @@ class Bulk:
             group = self.groups.pop(i, None)
             if group:
                 self.held -= len(group)
+                self.held_bytes -= sum(len(g[0]) for g in group)
                 if len(group) < SMALLEST_BATCH:
                     self._referee(group)
                 else:
