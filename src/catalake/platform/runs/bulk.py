@@ -58,20 +58,21 @@ INT64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 SCALAR = str | bool | INT64 | float | None
 
 
-def _envelope_type(declared: set[str], payload: Node) -> type:
+def _envelope_type(attributes: dict[str, str], payload: Node) -> type:
     """The msgspec type of one table's structured events: its CloudEvents attributes as the JSON
     event format writes them (strings; the required ones present, the non-empty ones non-empty),
-    its declared extension attributes as scalars, `data` as the payload's node; no other member
-    (an undeclared attribute, `data_base64`: the referee decides)."""
+    its declared extension attributes as scalars (`attributes`: each one's member name), `data`
+    as the payload's node; no other member (an undeclared attribute, `data_base64`: the referee
+    decides)."""
     members = []
-    for i, name in enumerate(sorted(declared)):
+    for name, member in attributes.items():
         kind: Any = SCALAR
         if name in cloudevents.JSON_STRINGS:
             kind = Annotated[str, msgspec.Meta(min_length=1)] if name in cloudevents.NON_EMPTY else str
         if name in cloudevents.REQUIRED:
-            members.append((f"a{i}", kind, msgspec.field(name=name)))
+            members.append((member, kind, msgspec.field(name=name)))
         else:
-            members.append((f"a{i}", kind | None, msgspec.field(name=name, default=None)))
+            members.append((member, kind | None, msgspec.field(name=name, default=None)))
     data = payload.annotation()
     members.append(("data", data, msgspec.field()) if payload.required else ("data", data | None, None))
     return msgspec.defstruct("Event", members, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, gc=False)
@@ -92,7 +93,7 @@ class BulkTable:
         if self.payload is not None and "data" not in spec.declared:
             self.attributes = {name: f"a{i}" for i, name in enumerate(sorted(spec.declared))}
             try:
-                self.decoder = msgspec.json.Decoder(_envelope_type(spec.declared, self.payload))
+                self.decoder = msgspec.json.Decoder(_envelope_type(self.attributes, self.payload))
             except (TypeError, ValueError):  # two members of one key (wire names alike): per record
                 self.payload = None
             depth = self.payload.depth() if self.payload is not None else None  # the event's object holds the payload
@@ -303,10 +304,7 @@ class Bulk:
         raws = [g[0] for g in group]
         events, refused = table.decode(raws)
         if refused:
-            self._referee([group[i] for i in refused])
-            kept = set(refused)
-            group = [g for i, g in enumerate(group) if i not in kept]
-            raws = [g[0] for g in group]
+            group, raws = self._set_aside(group, refused, raws)
         unsure = strictjson.unkept(raws, events, msgspec.json.encode, table.bounded)
         if unsure:  # a member the decoder did not keep, maybe a duplicate key: read strictly
             refused = []
@@ -316,10 +314,7 @@ class Bulk:
                 except strictjson.NotJson:
                     refused.append(i)
             if refused:
-                self._referee([group[i] for i in refused])
-                kept = set(refused)
-                events = [e for i, e in enumerate(events) if i not in kept]
-                group = [g for i, g in enumerate(group) if i not in kept]
+                group, events = self._set_aside(group, refused, events)
         if not group:
             return
         _, files, lines, seqs, fields, matches = zip(*group)
@@ -342,6 +337,14 @@ class Bulk:
                 c.add_rows(spec.name, spec.schema, rows)
         if bad:
             self._referee([group[i] for i in sorted(bad)])
+
+    def _set_aside(self, group: list, refused: list[int], aligned: list) -> tuple[list, list]:
+        """The referee decides the `refused` lines of a group; the group's other lines, and the
+        same of `aligned` (a list index for index with the group), go on."""
+        self._referee([group[i] for i in refused])
+        out = set(refused)
+        return ([g for i, g in enumerate(group) if i not in out],
+                [x for i, x in enumerate(aligned) if i not in out])
 
     def _referee(self, group: list) -> None:
         """The per-record path decides these lines, each with its own lineage and read order."""
