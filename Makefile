@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast dev serve serve-stop validate clean prerequisites browser
+.PHONY: demo test test-fast lint dev serve serve-stop validate clean prerequisites browser
 
 prerequisites:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "catalake needs Python 3.11, found " + sys.version.split()[0]'
@@ -47,8 +47,11 @@ demo: $(BIN)/.installed
 	@echo "See the runs, partitions, row counts and the conservation check in the Dagster UI:"
 	@echo "  make dev, then http://127.0.0.1:3000"
 
-test: $(BIN)/.installed browser
+test: $(BIN)/.installed browser lint
 	$(BIN)/python -m pytest
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check src tests benchmarks
 
 # the pure Python tier (no JVM): under two minutes, run it often
 test-fast: $(BIN)/.installed

@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 
-
 def generate(landing: Path, first: dt.date, days: int, rides: int) -> int:
     """The landed days (anew); returns their records."""
     shutil.rmtree(landing, ignore_errors=True)
@@ -95,11 +94,11 @@ def main() -> None:
     records = {name: generate(folder / "landing", first, days, rides) for name, (folder, rides, days, _) in cases.items()}
     best: dict[str, dict] = {}
     for _ in range(args.repeats):
-        for name, (folder, rides, days, run_args) in cases.items():
+        for name, (folder, _, _, run_args) in cases.items():
             result = timed_run(folder, folder / "landing", first, run_args, analytics)
             if name not in best or result["seconds"] < best[name]["seconds"]:
                 best[name] = result
-    for name, (folder, rides, days, _) in cases.items():
+    for name, (_, rides, days, _) in cases.items():
         print(json.dumps({"case": name, "days": days, "rides_a_day": rides, "records": records[name],
                           "analytics": analytics, **best[name]}), flush=True)
     if len(best) == 2:

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backfill import generate  # noqa: E402
+from backfill import generate
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCH = """mutation($params: LaunchBackfillParams!) {
@@ -87,7 +87,7 @@ def serve(work: Path, env: dict) -> tuple[subprocess.Popen, int, dict]:
             return process, ui, env
         except OSError:
             if process.poll() is not None:
-                raise SystemExit(f"deploy/serve.sh exited: {(work / 'serve.log').read_text()[-3000:]}")
+                raise SystemExit(f"deploy/serve.sh exited: {(work / 'serve.log').read_text()[-3000:]}") from None
             time.sleep(1)
     raise SystemExit("the webserver did not answer in 10 minutes")
 

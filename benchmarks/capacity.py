@@ -40,8 +40,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from commits import per_bucket, requests  # noqa: E402
-from workload import DAY, event, fresh_catalog  # noqa: E402
+from commits import per_bucket, requests
+from workload import DAY, event, fresh_catalog
 
 CYCLE = 10  # increments: a table's commits from one checkpoint to the next
 DAGSTER_SECONDS_PER_TABLE = 0.0019  # benchmarks/RESULTS.md: 1.87-2.02 ms a table at 1,000 and 5,000 tables

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, write  # noqa: E402
+from workload import DAY, write
 
 
 def main() -> int:
@@ -51,7 +51,7 @@ def main() -> int:
         marks: dict[str, float] = {}
         start = time.perf_counter()
 
-        def progress(message: str) -> None:
+        def progress(message: str, marks: dict = marks, start: float = start) -> None:
             for key in ("classified", "committed"):
                 if key in message:
                     marks[key] = time.perf_counter() - start

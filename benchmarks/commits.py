@@ -32,7 +32,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from workload import DAY, event, fresh_catalog  # noqa: E402
+from workload import DAY, event, fresh_catalog
 
 # werkzeug's request line in moto's log: "GET /bucket/key?query HTTP/1.1" status
 REQUEST = re.compile(r'"(GET|PUT|HEAD|POST|DELETE) /([^/?" ]*)([^?" ]*)(\?[^" ]*)? HTTP')

@@ -39,6 +39,8 @@ DAGSTER_POSTGRES = """storage:
 
 
 def measure(tables: int, batched: bool, postgres: int | None = None) -> dict:
+    from catalake.eventlog import event_batch
+    from catalake.instance import ensure_config
     from dagster import (
         AssetCheckEvaluation,
         AssetCheckSpec,
@@ -51,9 +53,6 @@ def measure(tables: int, batched: bool, postgres: int | None = None) -> dict:
         materialize,
         multi_asset,
     )
-
-    from catalake.eventlog import event_batch
-    from catalake.instance import ensure_config
 
     partitions = DailyPartitionsDefinition(start_date="2026-01-01")
     with warnings.catch_warnings():

@@ -27,8 +27,9 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalake.demo import writers as formats  # noqa: E402
-from workload import DAY, catalog, event  # noqa: E402
+from workload import DAY, catalog, event
+
+from catalake.demo import writers as formats
 
 LAYOUTS = {"jsonl": "day", "zstd": "hive", "avro": "capture", "amqp-jsonl": "day", "parquet": "connect", "kafka-jsonl": "day"}
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, catalog, event, fresh_catalog  # noqa: E402
+from workload import DAY, catalog, event, fresh_catalog
 
 
 def hashes(store, names) -> dict:

@@ -26,8 +26,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fresh import hashes  # noqa: E402
-from workload import DAY, event, fresh_catalog  # noqa: E402
+from fresh import hashes
+from workload import DAY, event, fresh_catalog
 
 
 def parquet_bytes(root: Path) -> tuple[int, int]:

@@ -23,9 +23,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from run import measure  # noqa: E402
+from workload import DAY, write  # noqa: E402
 
 from support.services import s3_server  # noqa: E402
-from workload import DAY, write  # noqa: E402
 
 
 def _cpu_seconds(pid: int) -> float:

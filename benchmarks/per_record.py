@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, write  # noqa: E402
+from workload import DAY, write
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, write  # noqa: E402
+from workload import DAY, write
 
 
 def timed_run(catalog_dir: Path, landing: Path, warehouse: Path, home: Path) -> dict:

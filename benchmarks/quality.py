@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import DAY, write  # noqa: E402
+from workload import DAY, write
 
 
 def engine_seconds(catalog_dir: Path, landing: Path, work: Path, quality: bool) -> float:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from dagster import DailyPartitionsDefinition, Definitions, EnvVar, StateBackedComponent
 from dagster.components import (
     ComponentLoadContext,
     DefsStateConfig,
@@ -68,6 +67,7 @@ from catalake.platform import uris
 from catalake.platform.config import Settings, local_folder
 from catalake.platform.errors import SettingsError
 from catalake.resources import Configured, LandingZone, Warehouse
+from dagster import DailyPartitionsDefinition, Definitions, EnvVar, StateBackedComponent
 
 DEFS_YAML = """\
 type: catalake.CatalakeComponent

@@ -27,7 +27,6 @@ import threading
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Iterator, Sequence
 
-from dagster import EventLogEntry
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
@@ -39,6 +38,8 @@ from dagster_postgres import DagsterPostgresStorage, PostgresEventLogStorage
 from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
+
+from dagster import EventLogEntry
 
 BATCHED = ASSET_EVENTS | ASSET_CHECK_EVENTS
 CHUNK = 2000  # events per transaction: other processes wait for the index meanwhile

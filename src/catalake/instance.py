@@ -78,7 +78,7 @@ def dagster_instance():
         for attempt in range(ATTEMPTS):
             try:
                 return DagsterInstance.get()
-            except Exception as exc:  # noqa: BLE001 - sqlalchemy's OperationalError, wrapped or not
+            except Exception as exc:
                 if attempt + 1 == ATTEMPTS or not _racing(exc):
                     raise
                 time.sleep(0.2 * (attempt + 1))

@@ -30,6 +30,7 @@ import sys
 import time
 from typing import Iterable, Iterator, Mapping
 
+from catalake.platform.runs import liveness
 from dagster import (
     DagsterEventType,
     DagsterRunStatus,
@@ -39,8 +40,6 @@ from dagster import (
     executor,
     in_process_executor,
 )
-
-from catalake.platform.runs import liveness
 
 HOST_TAG, PID_TAG, PROCESS_TAG = "catalake/host", "catalake/pid", "catalake/process"
 HEARTBEAT_TAG = "catalake/heartbeat"

@@ -13,16 +13,15 @@ from urllib.parse import unquote
 import duckdb
 import pytest
 import yaml
-from dagster import DagsterInstance
 
-from catalake.platform.config import DBT_TEMPLATE
-from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.component import build_definitions
+from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.platform.catalog import load_catalog
-from catalake.platform.config import Settings
+from catalake.platform.config import DBT_TEMPLATE, Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.warehouse.queries import sql, warehouse_tables
+from dagster import DagsterInstance
 from support.paths import DEMO_CATALOG, REPO
 
 DAYS = ["2026-11-20", "2026-11-21"]
@@ -235,7 +234,7 @@ def test_readme_query_through_catalake_sql(in_demo_folder, engine):
 @pytest.mark.parametrize("engine", ["duckdb", "polars"])
 def test_readme_query_in_duckdb_and_polars(in_demo_folder, engine):
     namespace: dict = {}
-    exec(_readme_blocks()[engine], namespace)
+    exec(_readme_blocks()[engine], namespace)  # noqa: S102 - the README's own code block
     assert [tuple(r) for r in namespace["result"]] == _documented_result()
 
 
@@ -353,9 +352,8 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
     each day keeps its own materializations, row counts and `conservation` result; the tables and
     the dbt models equal the per-day runs'; and the dbt build parses nothing again (the range
     goes to dbt in the environment, which leaves partial parsing alone)."""
-    from dagster import AssetCheckKey, AssetKey
-
     from catalake.leases import RANGE_END_TAG, RANGE_START_TAG
+    from dagster import AssetCheckKey, AssetKey
     from support.tables import table_hashes
 
     _, daily, runs = demo

@@ -5,15 +5,15 @@ import shutil
 import warnings
 
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
 
+from catalake.component import build_definitions
 from catalake.definitions import defs
 from catalake.defs.catalog.assets import message_catalog
-from catalake.component import build_definitions
 from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.store import DeltaStore
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
+from dagster import AssetKey, DagsterInstance, materialize
 from support.paths import DEMO_CATALOG, DEMO_DIR
 
 

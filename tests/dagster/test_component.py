@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, Definitions, EnvVar
 from deltalake import DeltaTable
 
 from catalake.component import CatalakeComponent
 from catalake.platform.config import Settings
 from catalake.platform.errors import SettingsError
+from dagster import AssetKey, DagsterInstance, Definitions, EnvVar
 from support.classify import DAY, land_azure
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
+from catalake.component import build_definitions
 from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location
-from catalake.component import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
+from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
 DAY = "2026-11-20"
 ENDED = AssetKey(["messages", "bikeshare.rides", "bikeshare.rides.RideEnded"])
@@ -205,7 +205,7 @@ def test_the_readme_reads_map_columns_and_dates_with_their_types(demo_day, monke
     block = re.search(r"<!-- analyst:types -->\n```python\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
     monkeypatch.chdir(Path(settings.warehouse).parent)
     namespace: dict = {}
-    exec(block, namespace)
+    exec(block, namespace)  # noqa: S102 - the README's own code block
     assert namespace["arrow_types"] == {"kafka_headers": "map<string, string>", "event_date": "date32[day]"}
     frame = namespace["frame"]
     assert len(frame) == 6 and all(isinstance(v, dict) for v in frame["kafka_headers"])

@@ -2,10 +2,9 @@
 check results stored in one batch are stored as Dagster stores them one by one (same asset
 records, partitions, check executions, event order), in a real SQLite instance."""
 
-from dagster import AssetCheckKey, AssetKey, DagsterEventType
-
 from catalake.eventlog import BatchingSqliteEventLogStorage
 from catalake.instance import DEFAULT_CONFIG, ensure_config
+from dagster import AssetCheckKey, AssetKey, DagsterEventType
 from support.eventlog_step import DAY, TABLES, _run, _stored
 
 

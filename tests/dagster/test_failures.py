@@ -1,10 +1,9 @@
 """defs/failures.py: an error a person can fix fails a Dagster step with its one line, as the
 command line prints it, and is not retried."""
 
-from dagster import DagsterInstance
-
 from catalake.component import build_definitions
 from catalake.platform.config import Settings
+from dagster import DagsterInstance
 from support.paths import DEMO_CATALOG
 
 

@@ -4,11 +4,10 @@ and through a run), and the next catalog run refreshes the state, after which a 
 
 import shutil
 
-from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, build_sensor_context
-
 from catalake.component import build_definitions
 from catalake.defs.catalog.state import read_state
 from catalake.platform.config import Settings
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, build_sensor_context
 from support.paths import DEMO_CATALOG
 
 CATALOG = AssetKey("message_catalog")

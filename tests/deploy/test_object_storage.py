@@ -219,10 +219,9 @@ def test_a_landing_that_cannot_be_read_fails_in_one_line_naming_it(s3, tmp_path)
 
 
 def test_a_missing_day_on_s3_is_a_warning_the_ui_shows(spark, s3, tmp_path):
-    from dagster import AssetCheckKey, AssetKey, DagsterInstance
-
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
+    from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
     landing = s3.upload(DEMO_LANDING, s3.bucket("missing-day-landing"))
     settings = Settings(landing=landing, warehouse=s3.bucket("missing-day-lake"), local_dir=tmp_path / "local",

@@ -57,6 +57,12 @@ def demo_tables():
     return catalog, tables
 
 
+def _without_ingested(rows_: list[dict]) -> list[dict]:
+    """Rows without `ingested_at`, in (source_file, source_line) order: what two runs share."""
+    return sorted(({k: v for k, v in r.items() if k != "ingested_at"} for r in rows_),
+                  key=lambda r: (r["source_file"], r["source_line"]))
+
+
 def payload_rows(store: DeltaStore, name: str) -> list[str]:
     """A table's rows without lineage and envelope columns, comparable across formats."""
     return sorted(json.dumps({k: v for k, v in r.items() if k not in LINEAGE}, default=str, sort_keys=True)
@@ -311,16 +317,13 @@ def test_every_layout_and_format_on_s3_gives_the_rows_of_local_disk(tmp_path, de
             for table in [t.name for t in tables] + [DEADLETTER_TABLE]:
                 # source_file is below the landing root in both: the same rows
                 got, want = rows(remote_store, table), rows(local_store, table)
-                key = lambda r: (r["source_file"], r["source_line"])  # noqa: E731
-                strip = lambda rs: sorted(({k: v for k, v in r.items() if k != "ingested_at"} for r in rs), key=key)  # noqa: E731
-                assert strip(got) == strip(want), (name, table)
+                assert _without_ingested(got) == _without_ingested(want), (name, table)
 
 
 def test_the_landing_sensor_requests_the_days_of_the_layout(tmp_path):
     """The sensor lists the landing in its layout: the shipped Capture folders are one day."""
-    from dagster import DagsterInstance, build_sensor_context
-
     from catalake.component import build_definitions
+    from dagster import DagsterInstance, build_sensor_context
 
     settings = Settings(landing=str(DEMO_DIR / "capture"), layout="capture", warehouse=str(tmp_path / "warehouse"),
                         start_date="2026-11-01")

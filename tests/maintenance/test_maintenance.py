@@ -26,8 +26,8 @@ from catalake.platform.warehouse.message_tables import message_tables, sync_mess
 from catalake.platform.warehouse.queries import warehouse_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_DIR
-from support.tables import table_hashes
 from support.runs import no_spark
+from support.tables import table_hashes
 
 DAY = dt.date(2026, 11, 20)
 DEMO_DAY = DEMO_DIR / "landing" / DAY.isoformat()
@@ -122,7 +122,7 @@ def test_a_day_of_increments_compacted_then_vacuumed_holds_the_same_rows_in_boun
     compactions = compact_day(None, store, names(store), DAY, target=TARGET)
     assert {c.table for c in compactions} == {n for n, count in many.items() if count > 1}
     assert all(c.skipped is None and c.files_after == 1 and c.files_before == many[c.table] for c in compactions)
-    for name, files in partition_files(store).items():
+    for files in partition_files(store).values():
         assert len(files) <= file_bound(sum(f.size for f in files), TARGET)
     assert table_hashes(store.root) == before
     records = sum(r for r in (store.partition_rows(n, PARTITION_COLUMN, DAY) for n in names(store)))
@@ -232,10 +232,9 @@ def test_catalake_maintain_compacts_a_day_and_vacuums_with_a_dry_run_first(tmp_p
 
 
 def test_the_maintenance_job_reports_each_table_and_the_sensor_asks_for_it_when_increments_pile_up(tmp_path, demo):
-    from dagster import AssetKey, DagsterInstance, RunRequest, build_run_status_sensor_context
-
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
+    from dagster import AssetKey, DagsterInstance, RunRequest, build_run_status_sensor_context
 
     settings = Settings(landing=str(tmp_path / "landing"), warehouse=str(tmp_path / "warehouse"), engine="local",
                         compact_files=2, start_date="2026-11-01")

@@ -9,7 +9,6 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, DagsterInstance
 
 from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
 from catalake.platform.quality.expectations import (
@@ -22,6 +21,7 @@ from catalake.platform.quality.expectations import (
     WARN,
     Expectation,
 )
+from dagster import AssetKey, DagsterInstance
 from support.paths import DEMO_CATALOG
 from support.runs import plan_for
 

@@ -3,7 +3,6 @@ takes them -> replay moves exactly those records; conserved, and a second replay
 
 import json
 
-from dagster import AssetKey
 from deltalake import DeltaTable
 
 from catalake import cli
@@ -20,6 +19,7 @@ from catalake.platform.runs.drift import (
 from catalake.platform.runs.replay import replay_partition
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables
+from dagster import AssetKey
 from support.evolution import DAY, KNOWN, classified_day
 
 
@@ -97,10 +97,9 @@ def definitions(tmp_path, catalog_dir):
 
 
 def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tmp_path):
-    from dagster import AssetKey, DagsterInstance
-
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
+    from dagster import AssetKey, DagsterInstance
 
     schema = {"type": "object", "properties": {"id": {"type": "string"}}}
     other = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.OrderShipped"}}}

@@ -236,7 +236,6 @@ def stopped_replay(spark, store, tables, monkeypatch):
 
 
 def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
-    from catalake.platform.catalog import load_catalog
     from catalake.platform.errors import StorageError
     from catalake.platform.runs import replay as recovery  # journal_of: here before recovery.py
     from catalake.platform.runs.day import classify_partition, conservation

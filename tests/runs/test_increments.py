@@ -210,9 +210,8 @@ def assert_no_orphans(store: DeltaStore, tables) -> None:
 def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys):
     """`catalake run --incremental`: the run is tagged, the materializations say what was added
     and what the partition holds, the conservation check counts the whole day."""
-    from dagster import DagsterInstance
-
     from catalake.cli import main
+    from dagster import DagsterInstance
 
     files = day_records(DAY, 12)
     http = lines(files["rides-http.jsonl"])
@@ -253,9 +252,8 @@ def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys)
 def test_a_clean_increment_reports_its_deadletter_materialization_and_checks(tmp_path, monkeypatch, capsys):
     """The usual increment, a clean producer's: nothing dead-lettered, the run exits 0, and the
     day's `deadletter` materialization (0 rows added) and its conservation check are there."""
-    from dagster import AssetCheckKey, AssetKey, DagsterInstance
-
     from catalake.cli import main
+    from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
     http = lines(day_records(DAY, 12)["rides-http.jsonl"])
     folder = tmp_path / "landing" / DAY.isoformat()

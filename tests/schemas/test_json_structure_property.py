@@ -17,8 +17,8 @@ from catalake.platform.runs.classifier import Classifier
 from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, event, structure_message
-from support.structure_instances import NAME, instances
 from support.runs import plan_for
+from support.structure_instances import NAME, instances
 
 PRIMITIVES = ["string", "boolean", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
               "int128", "uint128", "float", "double", "decimal", "date", "datetime", "time", "duration", "uuid",

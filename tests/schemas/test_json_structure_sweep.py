@@ -20,8 +20,8 @@ from catalake.platform.warehouse.arrowschemas import arrow_schema
 from catalake.platform.warehouse.message_tables import message_tables
 from support.onepass import DAY, record_for
 from support.public_catalogs import VALID
-from support.structure_instances import instances
 from support.runs import plan_for
+from support.structure_instances import instances
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 

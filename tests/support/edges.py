@@ -9,8 +9,20 @@ number for a string attribute, extension attributes, no datacontenttype, no data
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, MapType,
-                               StringType, StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 WRONG_KIND = st.sampled_from([1.0, 1.5, "1", True, False, [], {}, "", 0, -1, 2**63, 2**64 - 1, "x" * 70])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from catalake.eventlog import event_batch
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckKey,
@@ -20,8 +21,6 @@ from dagster import (
     materialize,
     multi_asset,
 )
-
-from catalake.eventlog import event_batch
 
 TABLES = 40
 DAY = "2026-01-02"

@@ -14,7 +14,6 @@ from catalake.platform.warehouse.store import DeltaStore
 from support.runs import no_spark
 
 
-
 def run_landing(tmp_path: Path, catalog_tables: tuple, landing: Path | str, layout: str, name: str, day: dt.date):
     """Classify `day` of `landing` in `layout` into the warehouse `tmp_path/warehouse-<name>`:
     (result, store), with records read = rows stored."""

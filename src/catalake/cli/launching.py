@@ -13,6 +13,7 @@ import os
 import sys
 from contextlib import contextmanager
 
+
 class Launcher:
     """Runs of the definitions' jobs in this process. With a persistent instance and the code
     location's own definitions, through Dagster's `execute_job` of the location's reconstructable
@@ -38,8 +39,17 @@ class Launcher:
             run_config: dict | None = None, last: str | None = None):
         """A run of `job`, of `partition` or of the range of days `partition` to `last` (one run
         of a backfill's range), once no run of those days is in progress."""
-        from catalake.leases import (HEARTBEAT_TAG, RANGE_END_TAG, RANGE_START_TAG, command, days_of, owner_tags,
-                                     pass_dead_runs, runs_in_progress, wait_for_days)
+        from catalake.leases import (
+            HEARTBEAT_TAG,
+            RANGE_END_TAG,
+            RANGE_START_TAG,
+            command,
+            days_of,
+            owner_tags,
+            pass_dead_runs,
+            runs_in_progress,
+            wait_for_days,
+        )
 
         by = command((tags or {}).get("catalake/launched_by", "catalake"))
         if last is not None and last != partition:
@@ -58,9 +68,8 @@ class Launcher:
             return self.defs.resolve_job_def(job).execute_in_process(
                 instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
                 asset_selection=asset_selection, run_config=run_config)
-        from dagster import build_reconstructable_job, execute_job
-
         from catalake.instance import CODE_MODULE
+        from dagster import build_reconstructable_job, execute_job
 
         job_def = self.defs.resolve_job_def(job)
         if partition is not None:
@@ -79,7 +88,7 @@ def check_catalog(settings) -> None:
     from .usage import UsageError
 
     try:
-        Context(settings).tables
+        _ = Context(settings).tables  # reading the tables reads and checks the catalog
     except CatalogError as exc:
         first = str(exc.problems[0]) if exc.problems else str(exc)
         raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "

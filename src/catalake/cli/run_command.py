@@ -46,12 +46,12 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     same derived schemas) into this warehouse, whose tables and suites (and with the analytics,
     the parsed dbt project) are still there, and whose code location's state was made from these
     catalog files (else the catalog run refreshes it)."""
-    from dagster import AssetKey
     from deltalake import DeltaTable
 
     from catalake.platform.config import SUITES_DIR
     from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.warehouse.message_tables import catalog_fingerprint
+    from dagster import AssetKey
 
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
     if event is None or event.asset_materialization is None:
@@ -89,11 +89,10 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
 
 def _not_partitions(settings: Settings, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
-    from dagster import DailyPartitionsDefinition
-
     from catalake.defs.catalog.state import read_state, start_date, state_file
     from catalake.defs.names import DEFAULT
     from catalake.resources import Configured
+    from dagster import DailyPartitionsDefinition
 
     configured = Configured.from_settings(settings)
     first = start_date(configured, read_state(state_file(configured, DEFAULT)))
@@ -137,7 +136,6 @@ def ranges(days: list, incremental: bool) -> list[list]:
 
 
 def _run_days(args, settings: Settings, launcher, instance, days) -> int:
-    import json
     import time
 
     from catalake.defs.events.assets import INCREMENTAL_TAG

@@ -5,7 +5,6 @@ from __future__ import annotations
 from catalake.platform.errors import UsageError
 
 
-
 def date(text: str, flag: str):
     """A YYYY-MM-DD day, or a UsageError naming the flag and the value."""
     import datetime as dt

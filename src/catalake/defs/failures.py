@@ -9,10 +9,9 @@ import functools
 import inspect
 from typing import Callable, TypeVar
 
-from dagster import Failure
-
 from catalake.platform import uris
 from catalake.platform.errors import CatalakeError
+from dagster import Failure
 
 F = TypeVar("F", bound=Callable)
 

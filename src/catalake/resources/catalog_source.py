@@ -1,8 +1,7 @@
 from pathlib import Path
 
-from dagster import ConfigurableResource
-
 from catalake.platform.config import catalog_roots
+from dagster import ConfigurableResource
 
 
 class CatalogSource(ConfigurableResource):

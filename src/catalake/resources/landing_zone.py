@@ -1,6 +1,5 @@
-from dagster import ConfigurableResource
-
 from catalake.platform import uris
+from dagster import ConfigurableResource
 
 
 class LandingZone(ConfigurableResource):

@@ -1,10 +1,10 @@
 
 from typing import Any
 
-from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 
 from catalake.platform.config import local_bytes
+from dagster import ConfigurableResource
 
 
 class SparkSessionResource(ConfigurableResource):

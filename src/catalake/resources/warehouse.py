@@ -1,8 +1,7 @@
 from pathlib import Path
 
-from dagster import ConfigurableResource
-
 from catalake.platform.config import DBT_TEMPLATE, DOCS_INDEX, SUITES_DIR, local_folder
+from dagster import ConfigurableResource
 
 
 class Warehouse(ConfigurableResource):

@@ -8,9 +8,8 @@ no dbt assets to build."""
 import json
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
-
 from catalake.resources import Warehouse
+from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
 
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names

@@ -3,9 +3,16 @@
 The engine is imported by the step that runs, not here: a code location's load imports none of it."""
 
 
-from dagster import AssetExecutionContext, AssetSelection, Failure, MaterializeResult, MetadataValue, asset, define_asset_job
-
 from catalake.display import markdown_table
+from dagster import (
+    AssetExecutionContext,
+    AssetSelection,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    define_asset_job,
+)
 
 from ..failures import failing_plainly
 from ..metadata import code_version, column_schema

@@ -5,6 +5,7 @@ digest of their bytes with the ones the state was made from; nothing is parsed).
 
 import hashlib
 
+from catalake.resources import Configured
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckResult,
@@ -17,8 +18,6 @@ from dagster import (
     asset_check,
     sensor,
 )
-
-from catalake.resources import Configured
 
 from ..names import Names
 from .state import LocationState, changed_files

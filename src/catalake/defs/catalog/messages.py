@@ -7,8 +7,6 @@ of assets without a group or a description."""
 import re
 from dataclasses import dataclass
 
-from dagster import AssetSpec, MetadataValue
-
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
@@ -22,6 +20,7 @@ from catalake.platform.warehouse.message_tables import (
     table_fingerprint,
 )
 from catalake.resources import CatalogSource, Configured, at_load
+from dagster import AssetSpec, MetadataValue
 
 from ..metadata import code_version, column_schema
 from ..names import DEFAULT, Names

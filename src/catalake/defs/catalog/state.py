@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Callable
 
 import orjson
-from dagster import AssetKey, AssetSpec, MetadataValue, TableColumn, TableColumnConstraints, TableSchema
 
 from catalake.platform.uris import files_state
 from catalake.resources import Configured, at_load
+from dagster import AssetKey, AssetSpec, MetadataValue, TableColumn, TableColumnConstraints, TableSchema
 
 from ..names import Names
 

@@ -4,6 +4,7 @@
 import datetime as dt
 import json
 
+from catalake.platform.config import DAYS_PER_RUN
 from dagster import (
     AssetExecutionContext,
     AssetMaterialization,
@@ -16,8 +17,6 @@ from dagster import (
     job,
     op,
 )
-
-from catalake.platform.config import DAYS_PER_RUN
 
 from ..events.assets import table_location
 from ..failures import failing_plainly

@@ -7,6 +7,9 @@ import datetime as dt
 import time
 from pathlib import Path
 
+from catalake.display import markdown_table
+from catalake.platform import layouts, uris
+from catalake.platform.config import DAYS_PER_RUN
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckResult,
@@ -22,10 +25,6 @@ from dagster import (
     MetadataValue,
     multi_asset,
 )
-
-from catalake.display import markdown_table
-from catalake.platform import layouts, uris
-from catalake.platform.config import DAYS_PER_RUN
 
 from ..failures import failing_plainly
 from ..metadata import days_materialized

@@ -5,7 +5,6 @@ from dagster import AssetSelection, define_asset_job
 from ..names import DEFAULT, Names
 from .assets import DEADLETTER_KEY
 
-
 # What the schedule, the sensor and `catalake run` launch: the job's runs select `deadletter`
 # only, and that one step writes and reports every message table of the day (selecting all of
 # them would make Dagster plan two events per table before the run starts: 30 s for 1,000).

@@ -9,6 +9,7 @@ annotation."""
 
 import datetime as dt
 
+from catalake.resources import CatalogSource
 from dagster import (
     AssetKey,
     AssetObservation,
@@ -27,8 +28,6 @@ from dagster import (
     run_status_sensor,
     schedule,
 )
-
-from catalake.resources import CatalogSource
 
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names

@@ -1,5 +1,8 @@
 """The expectation suites, one GX suite file per message definition, generated from the catalog."""
 
+from catalake.display import markdown_table
+from catalake.platform.config import DAYS_PER_RUN
+from catalake.platform.errors import CatalogError
 from dagster import (
     AssetExecutionContext,
     BackfillPolicy,
@@ -9,10 +12,6 @@ from dagster import (
     MetadataValue,
     asset,
 )
-
-from catalake.display import markdown_table
-from catalake.platform.config import DAYS_PER_RUN
-from catalake.platform.errors import CatalogError
 
 from ..failures import failing_plainly
 from ..metadata import code_version

@@ -330,7 +330,7 @@ def rule_payload_pattern(table: MessageTable) -> Iterator[Expectation]:
 def rule_payload_format(table: MessageTable) -> Iterator[Expectation]:
     """`format`: uuid, email, uri (and hostname, ipv4) by regex; date-time and date are typed
     columns, so they parsed when they are of that type. A description, not a requirement: WARN."""
-    for path, f, _, check in _payload(table):
+    for path, _field, _, check in _payload(table):
         fmt = check.get("format")
         if fmt in FORMATS:
             yield _expect(MATCH_REGEX, WARN, "payload format", _source(table, path, f"format {fmt}"),

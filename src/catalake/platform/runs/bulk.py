@@ -28,11 +28,10 @@ import msgspec
 import pyarrow as pa
 
 from ..catalog.matcher import Match, MatchStatus
-from ..records import cloudevents
-from ..records.attributes import PARSERS, column_value
-from ..records import strictjson
-from ..records.record import normalize, record_fault
 from ..jsonvalues import as_text, rfc3339
+from ..records import cloudevents, strictjson
+from ..records.attributes import PARSERS, column_value
+from ..records.record import normalize, record_fault
 from ..schemas.compiled import Batch, Node, column_of, compile_columns, timestamps
 
 GROUP_ROWS = 4096  # a table's waiting records become one batch when it has this many

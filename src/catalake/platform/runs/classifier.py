@@ -16,9 +16,9 @@ tasks, one per piece of the day's files, and the executors do the rest.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 import gc
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson

@@ -29,13 +29,13 @@ from .. import layouts, uris
 from ..errors import StorageError
 from ..landing.listing import DayListing, check_root, display_path, list_day
 from ..landing.planning import Piece, plan_tasks, tiling_faults
+from ..uris import Location
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
 from ..warehouse.merging import TARGET_FILE_BYTES, Merge, merge_groups, run_merges
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
-from ..uris import Location
 from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality

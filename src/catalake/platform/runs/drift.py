@@ -115,7 +115,7 @@ def generalize(values: list[str], taken: set[str]) -> str | None:
     if len({len(s) for s in split}) != 1:
         return None
     out = []
-    for i, segments in enumerate(zip(*split)):
+    for segments in zip(*split):
         if len(set(segments)) == 1:
             out.append(segments[0].replace("{", "%7B").replace("}", "%7D"))
         elif any(s == "" for s in segments):

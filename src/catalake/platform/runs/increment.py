@@ -20,11 +20,11 @@ from pyspark.sql import SparkSession
 from .. import uris
 from ..landing.listing import check_root, list_day
 from ..landing.planning import pack
+from ..uris import Location
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
-from ..uris import Location
 from . import ledger
 from .day import classify_partition, day_run, ensure_deadletter
 from .plan import Plan, new_plan

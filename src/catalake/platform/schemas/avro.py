@@ -17,9 +17,24 @@ from __future__ import annotations
 from typing import Any
 
 import fastavro
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, StringType, StructField, StructType,
-                               TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from . import keys
 from .json_schema import SchemaError
@@ -59,7 +74,7 @@ def parse(schema: Any, named: dict | None = None) -> Any:
     """fastavro's parsed form (named types registered in `named`), or a SchemaError."""
     try:
         return fastavro.parse_schema(schema, named_schemas=named if named is not None else {})
-    except Exception as exc:  # fastavro raises SchemaParseException, UnknownType, ValueError...
+    except Exception as exc:  # noqa: BLE001 - fastavro raises SchemaParseException, UnknownType, ValueError...
         raise SchemaError(f"invalid Avro schema: {exc}") from None
 
 

@@ -34,7 +34,16 @@ import msgspec
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, FloatType, StringType, StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    FloatType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 from ..jsonvalues import rfc3339
 from . import keys

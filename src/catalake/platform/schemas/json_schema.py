@@ -25,8 +25,19 @@ import math
 from typing import Any
 from urllib.parse import urlparse
 
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, DateType, DoubleType, LongType, MapType, StringType,
-                               StructField, StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 
@@ -140,7 +151,7 @@ class _Mapper:
             ref = schema["$ref"]
             try:
                 resolved = resolver.lookup(ref)
-            except Exception as exc:  # referencing raises several Unresolvable subclasses
+            except Exception as exc:  # noqa: BLE001 - referencing raises several Unresolvable subclasses
                 forbid_external(ref)
                 raise SchemaError(f"$ref {ref!r} does not resolve: {exc}") from None
             key = id(resolved.contents)  # registry contents are stable objects: identity names the sub-schema

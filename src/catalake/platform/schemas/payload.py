@@ -31,9 +31,25 @@ import re
 from typing import Any, Callable
 
 import orjson
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
-                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
-                               StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from ..jsonvalues import UTC, from_base64, is_integer, is_number, iso_datetime, rfc3339
 from ..patterns import PatternError, compile_pattern
@@ -278,7 +294,7 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
     if meta.get(keys.JSON):
         node: Node = _json_text(meta, path)
     elif meta.get(keys.XML):
-        node = lambda v, errors: v if isinstance(v, str) else orjson.dumps(v).decode()
+        node = _xml_text
     elif isinstance(dtype, StructType):
         node = _struct(dtype, meta, path, covered)
     elif isinstance(dtype, ArrayType):
@@ -300,6 +316,11 @@ def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str]
         return typed
 
     return checked
+
+
+def _xml_text(value, errors):
+    """An XML payload's text as it came; a value decoded from JSON written back as JSON text."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def _json_text(meta: dict, path: str) -> Node:

@@ -145,7 +145,7 @@ def avro_errors(spec: ValidatorSpec) -> Callable[[Any], list[str]]:
             return []
         except ValidationError as exc:
             return [f"data: {e}" for e in exc.errors[:MAX_ERRORS]] or ["data: does not match the Avro schema"]
-        except Exception as exc:  # fastavro raises plain errors for some shapes
+        except Exception as exc:  # noqa: BLE001 - fastavro raises plain errors for some shapes
             return [f"data: {exc}"]
 
     return errors

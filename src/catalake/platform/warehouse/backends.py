@@ -129,7 +129,8 @@ class Backend(ABC):
         self.options = options  # delta-rs storage options of the warehouse
 
     def configure(self, session: SparkSession) -> None:
-        """Set what the backend needs in the session, once, before its first use."""
+        """Set what the backend needs in the session, once, before its first use (nothing by default)."""
+        return None
 
     @abstractmethod
     def create(self, path: str, name: str, schema: StructType, partition_by: Sequence[str], description: str | None,
@@ -218,7 +219,7 @@ class DeltaRsBackend(Backend):
                 configuration=properties,
                 storage_options=self.options,
             )
-        except Exception:  # noqa: BLE001 - another run of the day created it first: the store checks it
+        except Exception:
             if not DeltaTable.is_deltatable(path, storage_options=self.options):
                 raise
             return False

@@ -31,8 +31,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, IntegerType, LongType, MapType,
-                               StringType, StructField, StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from ..catalog import files_state
 from ..catalog.model import Catalog, MessageDefinition

@@ -106,7 +106,7 @@ class DeltaStore:
             return loaded[name]
         try:
             table = DeltaTable(self.path(name), storage_options=self.options)
-        except Exception as exc:  # noqa: BLE001 - delta-rs says "not found" differently per store
+        except Exception as exc:
             if isinstance(exc, TableNotFoundError) or not self.exists(name):
                 raise StorageError(f"no Delta table {name!r} at {self.path(name)}") from None
             raise
