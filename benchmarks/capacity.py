@@ -191,7 +191,8 @@ def measure_increments(work: Path, tables_n: int, files_per: list[int], server=N
     else:
         landing, warehouse = server.bucket(f"landing{tables_n}") + "/events", server.bucket(f"lake{tables_n}") + "/lake"
     store = DeltaStore(_no_spark, warehouse, "delta-rs", master="local[2]")
-    filesystem, base = uris.filesystem(landing)
+    root = uris.Location.of(landing)
+    filesystem, base = root.filesystem, root.path
     uris.make_folders(filesystem, f"{base}/{DAY}")
     rng = random.Random(3)
     day = dt.date.fromisoformat(DAY)
@@ -232,7 +233,7 @@ def measure_planning(work: Path, files: int) -> dict:
     tracemalloc.start()
     clock = time.perf_counter()
     listing = list_day(str(work / "landing"), dt.date.fromisoformat(DAY), "day")
-    tasks = plan_tasks(listing.files, 2)
+    tasks = plan_tasks(None, listing.files, 2)
     seconds = time.perf_counter() - clock
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -94,7 +94,8 @@ def measure(args, work: Path, cat, tables, server) -> None:
         log = next((work / "s3").glob("moto-*.log"))
     from catalake.platform import uris
 
-    filesystem, landing_path = uris.filesystem(landing_root)
+    landing_location = uris.Location.of(landing_root)
+    filesystem, landing_path = landing_location.filesystem, landing_location.path
     store = DeltaStore(no_spark, warehouse, "delta-rs", master="local[2]")
     position = log.stat().st_size if log else 0
 

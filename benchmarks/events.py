@@ -39,20 +39,11 @@ DAGSTER_POSTGRES = """storage:
 
 
 def measure(tables: int, batched: bool, postgres: int | None = None) -> dict:
+    from dagster import (AssetCheckEvaluation, AssetCheckSpec, AssetKey, AssetMaterialization, AssetSpec,
+                         DagsterInstance, DailyPartitionsDefinition, MaterializeResult, materialize, multi_asset)
+
     from catalake.eventlog import event_batch
     from catalake.instance import ensure_config
-    from dagster import (
-        AssetCheckEvaluation,
-        AssetCheckSpec,
-        AssetKey,
-        AssetMaterialization,
-        AssetSpec,
-        DagsterInstance,
-        DailyPartitionsDefinition,
-        MaterializeResult,
-        materialize,
-        multi_asset,
-    )
 
     partitions = DailyPartitionsDefinition(start_date="2026-01-01")
     with warnings.catch_warnings():

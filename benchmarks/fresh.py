@@ -57,6 +57,7 @@ def sensor_latency(work: Path, files: int, definitions: int, connect: bool = Fal
 
     from deltalake import DeltaTable
 
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.files import read_snapshot
 
     repo = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def sensor_latency(work: Path, files: int, definitions: int, connect: bool = Fal
 
     def readable(event_id: str) -> bool:
         try:
-            ids = read_snapshot(DeltaTable(str(table)), str(table), columns=["id"]).column("id").to_pylist()
+            ids = read_snapshot(DeltaTable(str(table)), Location.of(table), columns=["id"]).column("id").to_pylist()
         except Exception:  # noqa: BLE001 - not created yet
             return False
         return event_id in ids

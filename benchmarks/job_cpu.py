@@ -71,6 +71,7 @@ def main() -> int:
     from catalake.platform.runs.plan import Plan
     from catalake.platform.runs.tasks import execute, parallelism, warm_up
     from catalake.platform.spark import build_session
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_dir, landing = write(Path(args.work), args.definitions, args.records)
@@ -78,12 +79,12 @@ def main() -> int:
     day = dt.date.fromisoformat(DAY)
     spark = build_session("local[*]")
     warm_up(spark)  # the workers start and import the engine before the first timed job
-    tasks = plan_day_tasks({day: list_day(str(landing), day)}, parallelism(spark))
+    tasks = plan_day_tasks(Location.of(landing), {day: list_day(str(landing), day)}, parallelism(spark))
     for round_ in range(args.rounds):
         for mode in ("in_process", "spark_job"):
             warehouse = tempfile.mkdtemp(prefix="catalake-job-cpu-")
-            plan = Plan(tuple(tables), warehouse, day, dt.datetime.now(dt.timezone.utc), f"r{round_}-{mode}",
-                        batch=args.path == "batch")
+            plan = Plan(tuple(tables), Location.of(warehouse), day, dt.datetime.now(dt.timezone.utc), f"r{round_}-{mode}",
+                        compiled=args.path == "batch")
             before, own, start = tree_cpu(), own_cpu(), time.perf_counter()
             if mode == "spark_job":
                 records = sum(m.records for m in execute(plan, tasks, spark).values())

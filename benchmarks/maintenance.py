@@ -42,6 +42,7 @@ def query_seconds(root: Path, names: list[str]) -> dict[str, float]:
     import duckdb
     from deltalake import DeltaTable
 
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.files import snapshot_dataset
 
     sql = " UNION ALL ".join(f"SELECT count(*) AS n, count(DISTINCT source_line) AS d FROM t{i}" for i in range(len(names)))
@@ -50,11 +51,11 @@ def query_seconds(root: Path, names: list[str]) -> dict[str, float]:
         with duckdb.connect() as con:
             if opened:
                 for i, name in enumerate(names):
-                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), str(root / name)))
+                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), Location.of(root / name)))
             clock = time.perf_counter()
             if not opened:
                 for i, name in enumerate(names):
-                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), str(root / name)))
+                    con.register(f"t{i}", snapshot_dataset(DeltaTable(str(root / name)), Location.of(root / name)))
             con.execute(sql).fetchall()
             return time.perf_counter() - clock
 
@@ -85,12 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", default="/tmp/catalake-maintenance")
     args = parser.parse_args(argv)
 
+    from catalake.platform.defaults import TARGET_FILE_BYTES
     from catalake.platform.maintenance import compact_day, vacuum_warehouse
     from catalake.platform.runs.day import classify_partition
     from catalake.platform.runs.increment import classify_increment
     from catalake.platform.spark import build_session
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-    from catalake.platform.warehouse.merging import TARGET_FILE_BYTES
     from catalake.platform.warehouse.message_tables import sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 

@@ -72,9 +72,9 @@ def session():
 
 def bench_run(args) -> None:
     from catalake.platform.catalog import load_catalog
+    from catalake.platform.defaults import TARGET_FILE_BYTES
     from catalake.platform.runs.day import classify_partition
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-    from catalake.platform.warehouse.merging import TARGET_FILE_BYTES
     from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
     from catalake.platform.warehouse.store import DeltaStore
 
@@ -146,8 +146,8 @@ def increments_warehouse(work: Path, definitions: int, increments: int, records:
 
 
 def bench_compaction(args) -> None:
+    from catalake.platform.defaults import TARGET_FILE_BYTES
     from catalake.platform.maintenance import compact_day
-    from catalake.platform.warehouse.merging import TARGET_FILE_BYTES
     from catalake.platform.warehouse.store import DeltaStore
 
     work = Path(args.work)
@@ -183,6 +183,7 @@ def bench_driver(args) -> None:
     the first `merges` tables of the compaction warehouse, merged both ways (interleaved)."""
     import pyarrow.parquet as pq
 
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
     from catalake.platform.warehouse.merging import Merge, run_merges
 
@@ -205,7 +206,7 @@ def bench_driver(args) -> None:
         for _ in range(args.repeats):
             for kind, driver_bytes in (("spark_job", 0), ("driver_threads", 1 << 40)):
                 clock = time.perf_counter()
-                run_merges(spark, str(warehouse), merges, driver_bytes=driver_bytes)
+                run_merges(spark, Location.of(warehouse), merges, driver_bytes=driver_bytes)
                 seconds[kind].append(round(time.perf_counter() - clock, 3))
         print(json.dumps({"bench": "driver", "merges": count, "files_each": each,
                           "input_mib": round(sum(f.size for m in merges for f in m.inputs) / 2**20, 2), **seconds}), flush=True)

@@ -5,7 +5,7 @@ process, round after round, by each path (for side-by-side runs of two checkouts
         [--patterns] [--path batch|record|both]
 
 `--path`: the compiled path (`batch`: runs/bulk.py, each table's decoder from
-schemas/compiled.py; the default), the per-record path (`record`: CATALAKE_BATCH_PATH=false), or
+schemas/compiled.py; the default), the per-record path (`record`: CATALAKE_COMPILED_PATH=false), or
 both, one line each. `--patterns`: a pattern on every string of
 the payload (the pattern engine's cost per record).
 """
@@ -41,17 +41,18 @@ def main() -> int:
     from catalake.platform.landing.planning import plan_tasks
     from catalake.platform.runs.classifier import Classifier
     from catalake.platform.runs.plan import Plan
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.message_tables import message_tables
 
     catalog_dir, landing = write(Path(args.work), args.definitions, args.records, args.patterns)
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])
     day = dt.date.fromisoformat(DAY)
-    pieces = plan_tasks(list_day(str(landing), day).files, 8)[0]  # one of 8 tasks
+    pieces = plan_tasks(None, list_day(str(landing), day).files, 8)[0]  # one of 8 tasks
     for path in (("batch", "record") if args.path == "both" else (args.path,)):
         seconds = []
         for round_ in range(args.rounds):
             warehouse = tempfile.mkdtemp(prefix="catalake-per-record-")
-            plan = Plan(tuple(tables), warehouse, day, dt.datetime.now(dt.timezone.utc), f"r{round_}", batch=path == "batch")
+            plan = Plan(tuple(tables), Location.of(warehouse), day, dt.datetime.now(dt.timezone.utc), f"r{round_}", compiled=path == "batch")
             classifier = Classifier(plan)
             start = time.perf_counter()
             result = classifier.run(f"{round_}.0", pieces)

@@ -38,17 +38,18 @@ def engine_seconds(catalog_dir: Path, landing: Path, work: Path, quality: bool) 
     from catalake.platform.quality import evaluation as q
     from catalake.platform.runs.classifier import Classifier
     from catalake.platform.runs.plan import Plan
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.message_tables import message_tables
 
     tables, _ = message_tables(load_catalog([catalog_dir]), [catalog_dir])
     out = work / f"quality-engine-{quality}"
     shutil.rmtree(out, ignore_errors=True)
-    plan = Plan(tuple(tables), str(out), dt.date.fromisoformat(DAY), dt.datetime.now(dt.timezone.utc), f"q{int(quality)}")
+    plan = Plan(tuple(tables), Location.of(out), dt.date.fromisoformat(DAY), dt.datetime.now(dt.timezone.utc), f"q{int(quality)}")
     classifier = Classifier(plan)
     if not quality:  # what the pass costs without evaluating any expectation
         q.SuiteCheck.check = lambda self, row, type_errors, source_file, source_line: []
         q.SuiteCheck.kept = lambda self, row, source_file, source_line: None
-    tasks = plan_tasks(partition_files(landing, dt.date.fromisoformat(DAY)), 1)
+    tasks = plan_tasks(None, partition_files(landing, dt.date.fromisoformat(DAY)), 1)
     start = time.perf_counter()
     for i, task in enumerate(tasks):
         classifier.run(str(i), task)

@@ -13,7 +13,7 @@ bad records), in one benchmark run and on the same files:
 * catalake: `catalake run --date D --json --no-analytics` in a fresh process (the catalog job and
   the partition run: classification, quality results, commits, Dagster events), on a warehouse
   whose tables exist, so each cell times the steady state;
-* catalake_per_record: the same run with CATALAKE_BATCH_PATH=false (every record decided on its own);
+* catalake_per_record: the same run with CATALAKE_COMPILED_PATH=false (every record decided on its own);
 * catalake_first: the first of those runs, on a fresh warehouse and Dagster home (the catalog
   job creates every table and suite), timed once.
 
@@ -153,7 +153,7 @@ def cell(work: Path, definitions: int, records: int, repeats: int, which=RUNS) -
         if "catalake_per_record" not in which:
             continue
         # the same run with every record decided on its own (the referee's path)
-        wall, rss, stdout = measure(catalake, {**env, "CATALAKE_BATCH_PATH": "false"})
+        wall, rss, stdout = measure(catalake, {**env, "CATALAKE_COMPILED_PATH": "false"})
         result = json.loads(stdout.strip().splitlines()[-1])
         runs["catalake_per_record"].append((wall, rss, {"records": result["records"], "phases": result["seconds"]}))
     rows = []

@@ -59,7 +59,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from catalake.platform.catalog import load_catalog
-    from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.validator import Validator
     from catalake.platform.quality.suites import build_suite
     from catalake.platform.spark import build_session
     from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables

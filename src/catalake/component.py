@@ -19,40 +19,19 @@ when a run starts and never shown in the UI; a load reads the same variable."""
 import asyncio
 import dataclasses
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from dagster.components import (
-    ComponentLoadContext,
-    DefsStateConfig,
-    DefsStateConfigArgs,
-    Resolvable,
-    ResolvedDefsStateConfig,
-    Resolver,
-    Scaffolder,
-    ScaffoldRequest,
-    scaffold_with,
-)
+from dagster import DailyPartitionsDefinition, Definitions, EnvVar, StateBackedComponent
+from dagster.components import (ComponentLoadContext, DefsStateConfig, DefsStateConfigArgs, Resolvable,
+                                ResolvedDefsStateConfig, Resolver, scaffold_with)
 from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 
 from catalake.defs.catalog.assets import build_catalog_asset, build_catalog_job
 from catalake.defs.catalog.current import build_current_check, build_current_sensor
-from catalake.defs.catalog.state import (
-    LocationState,
-    NoStateWarning,
-    StateKeeper,
-    changed_files,
-    file_keeper,
-    flagged,
-    make_state,
-    refresh,
-    start_date,
-    state_file,
-    state_for,
-    write_state,
-)
+from catalake.defs.catalog.state import (DefsState, StateKeeper, changed_files, file_keeper, flagged, refresh,
+                                         start_date)
 from catalake.defs.drift.assets import build_drift_asset, build_replay_job
 from catalake.defs.events.assets import build_events_asset, deadletter_at_load
 from catalake.defs.events.jobs import build_events_job
@@ -67,39 +46,7 @@ from catalake.platform import uris
 from catalake.platform.config import Settings, local_folder
 from catalake.platform.errors import SettingsError
 from catalake.resources import Configured, LandingZone, Warehouse
-from dagster import DailyPartitionsDefinition, Definitions, EnvVar, StateBackedComponent
-
-DEFS_YAML = """\
-type: catalake.CatalakeComponent
-
-attributes:
-  # every asset key of this catalog starts with it; jobs, schedules, sensors and resources are
-  # named <key_prefix>_<name> (e.g. {name}_events_job)
-  key_prefix: {name}
-  # the xRegistry catalog: a file or a folder, or a list of them (left out: CATALAKE_CATALOG, the demo)
-  # catalog: "{{{{ project_root }}}}/catalogs/{name}"
-  # where the producers' files land, and how a day's files are found below it
-  # landing: s3://landing-bucket/{name}
-  # landing_layout: day
-  # where the Delta tables are written: a folder or a URI
-  warehouse: "{{{{ project_root }}}}/warehouse/{name}"
-  # group_name: {name}
-  # owners: ["team:{name}"]
-  # start_date: "2026-01-01"
-  # spark_conf: {{spark.sql.shuffle.partitions: "8"}}
-  # where the state every load reads is kept (`dg utils refresh-defs-state` writes it): LOCAL_FILESYSTEM,
-  # VERSIONED_STATE_STORAGE (the instance's defs_state_storage) or LEGACY_CODE_SERVER_SNAPSHOTS
-  # defs_state: {{management_type: LOCAL_FILESYSTEM, refresh_if_dev: true}}
-"""
-
-
-class CatalakeScaffolder(Scaffolder):
-    """`dg scaffold defs catalake.CatalakeComponent <name>`: a defs.yaml that loads as it is (the
-    environment's catalog and landing, a warehouse of its own) with every attribute explained."""
-
-    def scaffold(self, request: ScaffoldRequest) -> None:
-        name = "_".join(p for p in request.target_path.name.replace("-", "_").split("_") if p) or "catalake"
-        (request.target_path / "defs.yaml").write_text(DEFS_YAML.format(name=name))
+from catalake.scaffolder import CatalakeScaffolder
 
 
 @scaffold_with(CatalakeScaffolder)
@@ -216,35 +163,24 @@ class CatalakeComponent(StateBackedComponent, Resolvable):
     def write_state_to_path(self, state_path: Path) -> None:
         """The catalog read and checked, its tables derived, the landing's first day listed and,
         with the analytics, the dbt project prepared and parsed: what every load then reads."""
-        pending = getattr(self, "_pending", None)  # made by a catalog run already
-        if pending is None:
-            refresh(state_path, self.configured(getattr(self, "_folder", None)), self.names, self.analytics)
-        else:
-            write_state(state_path, pending)
+        refresh(state_path, self.configured(getattr(self, "_folder", None)), self.names, self.analytics)
 
     def build_defs_from_state(self, context: ComponentLoadContext, state_path: Path | None) -> Definitions:
-        r = self.configured(context.path)
-        state = state_for(state_path, r, self.names)
-        stored = state is not None
-        if not stored:
-            state = _without_state(r, self.names, self.analytics,
-                                   f"`dg utils refresh-defs-state --defs-state-key '{self.defs_state_config.key}'`")
-        return definitions_from_state(r, state, self.analytics, self.names, StateKeeper(
-            state, stored, self.analytics, self._store))
+        keeper = StateKeeper(self.configured(context.path), self.names, self.analytics, state_path, self._store)
+        how = f"`dg utils refresh-defs-state --defs-state-key '{self.defs_state_config.key}'`"
+        return load_definitions(keeper, refresh_first=False, how=how)  # Dagster refreshes under `dagster dev`
 
-    def _store(self, state: LocationState, context) -> str:
-        """A catalog run's new state, stored as Dagster stores this component's (`defs_state`)."""
+    def _store(self, state: DefsState, context) -> str:
+        """A catalog run's new state, stored as Dagster stores this component's (`defs_state`):
+        Dagster's refresh makes it again (the catalog read again; the dbt manifest the run parsed
+        is current, so not parsed again)."""
         from dagster._core.storage.defs_state.base import set_defs_state_storage  # not exported (1.13)
 
         config = self.defs_state_config
         if config.management_type == DefsStateManagementType.LEGACY_CODE_SERVER_SNAPSHOTS:
             return "kept by the code server: refreshed when it starts"
-        self._pending = state
-        try:
-            with set_defs_state_storage(context.instance.defs_state_storage):
-                version = asyncio.run(self.refresh_state(self._project_root))
-        finally:
-            self._pending = None
+        with set_defs_state_storage(context.instance.defs_state_storage):
+            version = asyncio.run(self.refresh_state(self._project_root))
         return f"refreshed: {config.management_type.value}, version {version}"
 
     def definitions(self, folder: Path | None = None) -> Definitions:
@@ -290,30 +226,23 @@ def build_definitions(settings: Settings | None = None, analytics: bool = True, 
     resources (`configured`, else the ones `settings` say) and its state file beside the warehouse.
     `analytics=False` leaves out the dbt project, the data docs and their job (`catalake run
     --no-analytics` does not load them)."""
-    r = configured or Configured.from_settings(settings or Settings.from_env())
-    path = state_file(r, names)
-    if os.environ.get("DAGSTER_IS_DEV_CLI"):  # as Dagster's state-backed components do under `dagster dev`
-        refresh(path, r, names, analytics)
-    state = state_for(path, r, names)
-    stored = state is not None
-    if not stored:
-        state = _without_state(r, names, analytics, "A `catalake_job` run (`catalake run`, or from the UI)")
-    return definitions_from_state(r, state, analytics, names, file_keeper(path, state, stored, analytics))
+    keeper = file_keeper(configured or Configured.from_settings(settings or Settings.from_env()), names, analytics)
+    return load_definitions(keeper, refresh_first=bool(os.environ.get("DAGSTER_IS_DEV_CLI")),
+                                how="A `catalake_job` run (`catalake run`, or from the UI)")
 
 
-def _without_state(configured: Configured, names: Names, analytics: bool, how: str) -> LocationState:
-    """The state made as the location loads (the catalog read now, the dbt manifest a run parsed),
-    never written: a load writes nothing."""
-    warnings.warn(f"catalake{'/'.join(('', *names.prefix))}: no state for this code location yet: the catalog is "
-                  f"read as it loads (seconds at thousands of definitions). {how} writes it.", NoStateWarning,
-                  stacklevel=3)
-    return make_state(configured, names, analytics, prepare_dbt=False)
+def load_definitions(keeper: StateKeeper, *, refresh_first: bool, how: str) -> Definitions:
+    """The one path from a state, or none, to an instance's definitions: the dg component's
+    (`build_defs_from_state`) and the bundled location's (`build_definitions`). `refresh_first`:
+    the state is made anew before the load, as Dagster's state-backed components are under
+    `dagster dev`; `how`: how a state is written, said when there is none."""
+    return definitions_from_state(keeper.load(refresh_first=refresh_first, how=how))
 
 
-def definitions_from_state(r: Configured, state: LocationState, analytics: bool, names: Names,
-                           keeper: StateKeeper) -> Definitions:
-    """Everything of one instance, from its resources and its state alone (no catalog read, no
-    dbt parse, no landing listed once a day landed)."""
+def definitions_from_state(keeper: StateKeeper) -> Definitions:
+    """Everything of one instance, from its resources and its loaded state alone (no catalog
+    read, no dbt parse, no landing listed once a day landed)."""
+    r, state, analytics, names = keeper.configured, keeper.loaded, keeper.analytics, keeper.names
     changed = changed_files(state, r)
     specs = state.message_specs
     if state.error is not None:

@@ -7,7 +7,7 @@ from catalake.component import CatalakeComponent
 defs = CatalakeComponent().definitions()
 
 
-def job_of_location(name: str):
+def job_of_code_location(name: str):
     """One job of this code location, rebuilt in the process that runs it (`catalake run`
     launches its runs with dagster.build_reconstructable_job, Dagster's public way)."""
     return defs.resolve_job_def(name)

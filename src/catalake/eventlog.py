@@ -10,8 +10,8 @@ every event still goes through Dagster's own `store_event` (same rows, same asse
 indexes), but all of them share one open transaction per database. Events of other threads are
 not held, and an event of another kind (a log line, a step event) first stores what is held, so
 the event log keeps its order. A batch that fails is stored again one event at a time, as
-Dagster's own batch path does, and says so in a warning (`catalake.eventlog`); `together` and
-`fallbacks` count the events stored each way, so that a test sees the batch path is still taken
+Dagster's own batched store does, and says so in a warning (`catalake.eventlog`); `together` and
+`fallbacks` count the events stored each way, so that a test sees batches are still stored together
 with the Dagster version installed (this module reaches into Dagster's storage classes,
 Dagster's private API: the README names the versions it is tested with).
 
@@ -27,19 +27,15 @@ import threading
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Iterator, Sequence
 
+from dagster import EventLogEntry
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
-    INDEX_SHARD_NAME,
-    SQLITE_BUSY_TIMEOUT_SECONDS,
-    SqliteEventLogStorage,
-)
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (INDEX_SHARD_NAME, SQLITE_BUSY_TIMEOUT_SECONDS,
+                                                                     SqliteEventLogStorage)
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
 from dagster_postgres import DagsterPostgresStorage, PostgresEventLogStorage
 from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
-
-from dagster import EventLogEntry
 
 BATCHED = ASSET_EVENTS | ASSET_CHECK_EVENTS
 CHUNK = 2000  # events per transaction: other processes wait for the index meanwhile
@@ -90,7 +86,7 @@ class EventBatches:
             try:
                 self._store_together(chunk)
                 self.together += len(chunk)
-            except Exception as exc:  # noqa: BLE001 - as Dagster's own batch path: store them one by one
+            except Exception as exc:  # noqa: BLE001 - as Dagster's own batched store: store them one by one
                 log.warning("catalake: %d events could not be stored in one transaction (%s: %s); storing them one "
                             "at a time, as Dagster does (slower: a Dagster upgrade may have changed its storage)",
                             len(chunk), type(exc).__name__, exc)

@@ -100,11 +100,8 @@ def runs_of_code_location(instance, module: str = CODE_MODULE, location: str = C
     # Dagster's private API: no public way gives a run launched in this process the code location's
     # origin (submitting runs to the instance's queue instead would, issue 41)
     from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
-    from dagster._core.remote_origin import (
-        ManagedGrpcPythonEnvCodeLocationOrigin,
-        RemoteJobOrigin,
-        RemoteRepositoryOrigin,
-    )
+    from dagster._core.remote_origin import (ManagedGrpcPythonEnvCodeLocationOrigin, RemoteJobOrigin,
+                                             RemoteRepositoryOrigin)
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
     origin = ManagedGrpcPythonEnvCodeLocationOrigin(

@@ -30,16 +30,10 @@ import sys
 import time
 from typing import Iterable, Iterator, Mapping
 
+from dagster import (DagsterEventType, DagsterRunStatus, DefaultRunLauncher, Executor, Field, executor,
+                     in_process_executor)
+
 from catalake.platform.runs import liveness
-from dagster import (
-    DagsterEventType,
-    DagsterRunStatus,
-    DefaultRunLauncher,
-    Executor,
-    Field,
-    executor,
-    in_process_executor,
-)
 
 HOST_TAG, PID_TAG, PROCESS_TAG = "catalake/host", "catalake/pid", "catalake/process"
 HEARTBEAT_TAG = "catalake/heartbeat"

@@ -55,7 +55,7 @@ def test_a_schema_that_refers_to_itself_without_end_is_a_catalog_error_not_a_fai
     (day / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     tables, _ = message_tables(load_catalog([catalog]), [catalog])
     plan = plan_for(tables, tmp_path / "warehouse", DAY)
-    pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", DAY), 1) for p in task]
+    pieces = [p for task in plan_tasks(None, partition_files(tmp_path / "landing", DAY), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
     # the recursion (kept as JSON text) is checked by jsonschema at every depth
     assert result.records == 3 and result.deadletter == {"schema_violation": 2}

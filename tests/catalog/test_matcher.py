@@ -13,6 +13,7 @@ from catalake.platform.landing.planning import Piece
 from catalake.platform.records.record import normalize
 from catalake.platform.runs.classifier import Classifier
 from catalake.platform.runs.plan import new_plan
+from catalake.platform.uris import Location
 from catalake.platform.warehouse.message_tables import message_tables
 
 DAY = dt.date(2026, 11, 20)
@@ -31,8 +32,8 @@ def classifier(tmp_path) -> Classifier:
         "acme.TwinA": twin("a"), "acme.TwinB": twin("b")}}}}))
     tables, errors = message_tables(load_catalog([folder]), [folder])
     assert not errors
-    return Classifier(new_plan(tables, str(tmp_path / "warehouse"), DAY, ingested_at=None, write=None, strict=False,
-                               storage={}, landing=""))
+    return Classifier(new_plan(tables, Location.of(tmp_path / "warehouse"), DAY, ingested_at=None, write=None, strict=False,
+                               landing=None))
 
 
 def event(n: int, data: dict) -> dict:
@@ -81,8 +82,8 @@ def test_a_candidate_without_a_data_schema_takes_what_the_others_refuse(tmp_path
     (folder / "c.xreg.json").write_text(json.dumps({"messagegroups": {"acme": {"messages": {
         "acme.TwinA": twin("a"), "acme.Untyped": untyped}}}}))
     tables, _ = message_tables(load_catalog([folder]), [folder])
-    c = Classifier(new_plan(tables, str(tmp_path / "warehouse"), DAY, ingested_at=None, write=None, strict=False,
-                            storage={}, landing=""))
+    c = Classifier(new_plan(tables, Location.of(tmp_path / "warehouse"), DAY, ingested_at=None, write=None, strict=False,
+                            landing=None))
     refused = normalize(event(0, {"c": 1}))
     m = c.resolve(refused, c.matcher.match(refused))
     assert m.status == MatchStatus.MATCHED and m.winner.xid.endswith("acme.Untyped")

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -59,6 +60,22 @@ def test_schema_show_prints_the_derived_tree():
 def test_schema_show_unknown_message():
     out = run("schema", "show", "nope", "--catalog", str(DEMO_CATALOG))
     assert out.returncode == 1 and "0 message definitions match 'nope'" in out.stderr
+
+
+def test_schema_show_of_a_broken_schema_is_one_line_and_exits_2(tmp_path):
+    """A data schema that cannot be mapped (a `$ref` to nothing) is an error the catalog's author
+    fixes: `catalake: <why>`, exit 2, as every CatalakeError (catalake.cli.main)."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(DEMO_CATALOG, catalog)
+    doc = json.loads((catalog / "schemas.xreg.json").read_text())
+    (version,) = doc["schemagroups"]["bikeshare.payments.json"]["schemas"]["PaymentCaptured"]["versions"].values()
+    version["schema"]["properties"]["amount"] = {"$ref": "#/definitions/missing"}
+    (catalog / "schemas.xreg.json").write_text(json.dumps(doc))
+    out = run("schema", "show", "bikeshare.payments.PaymentCaptured", "--catalog", str(catalog))
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("catalake: /messagegroups/bikeshare.payments/messages/bikeshare.payments.PaymentCaptured: "
+                           "$ref '#/definitions/missing' does not resolve"), line
 
 
 def test_a_day_that_is_not_a_partition_is_one_line_before_anything_starts(tmp_path):

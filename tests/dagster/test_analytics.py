@@ -13,6 +13,7 @@ from urllib.parse import unquote
 import duckdb
 import pytest
 import yaml
+from dagster import DagsterInstance
 
 from catalake.component import build_definitions
 from catalake.defs.events.jobs import DAILY_SELECTION
@@ -21,7 +22,6 @@ from catalake.platform.config import DBT_TEMPLATE, Settings
 from catalake.platform.warehouse.dbt_sources import prepare_project
 from catalake.platform.warehouse.message_tables import message_tables
 from catalake.platform.warehouse.queries import sql, warehouse_tables
-from dagster import DagsterInstance
 from support.paths import DEMO_CATALOG, REPO
 
 DAYS = ["2026-11-20", "2026-11-21"]
@@ -263,7 +263,12 @@ def test_catalake_run_with_analytics_on_a_catalog_that_is_not_the_demo(tmp_path)
               for i, t in enumerate(["shop.Created"] * 3 + ["shop.Closed", "shop.Other"])]
     (day / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     status = ["git", "-C", str(REPO), "status", "--porcelain", "--ignored"]
-    before = subprocess.run(status, capture_output=True, text=True).stdout
+
+    def written() -> set[str]:  # bytecode aside: another test process may import a module meanwhile
+        return {line for line in subprocess.run(status, capture_output=True, text=True).stdout.splitlines()
+                if "__pycache__" not in line and not line.endswith(".pyc")}
+
+    before = written()
     env = {**os.environ, "CATALAKE_CATALOG": str(folder), "CATALAKE_LANDING": str(tmp_path / "landing"),
            "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"), "DAGSTER_HOME": str(tmp_path / "home")}
     (tmp_path / "home").mkdir()
@@ -277,7 +282,7 @@ def test_catalake_run_with_analytics_on_a_catalog_that_is_not_the_demo(tmp_path)
     con.close()
     assert (tmp_path / "warehouse" / "dbt" / "target" / "manifest.json").exists()
     # nothing written under the source tree (dbt's target and logs included)
-    assert subprocess.run(status, capture_output=True, text=True).stdout == before
+    assert written() == before
 
 
 @pytest.mark.jvm
@@ -352,8 +357,9 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
     each day keeps its own materializations, row counts and `conservation` result; the tables and
     the dbt models equal the per-day runs'; and the dbt build parses nothing again (the range
     goes to dbt in the environment, which leaves partial parsing alone)."""
-    from catalake.leases import RANGE_END_TAG, RANGE_START_TAG
     from dagster import AssetCheckKey, AssetKey
+
+    from catalake.leases import RANGE_END_TAG, RANGE_START_TAG
     from support.tables import table_hashes
 
     _, daily, runs = demo

@@ -5,6 +5,7 @@ import shutil
 import warnings
 
 import pytest
+from dagster import AssetKey, DagsterInstance, materialize
 
 from catalake.component import build_definitions
 from catalake.definitions import defs
@@ -13,7 +14,6 @@ from catalake.platform.config import Settings
 from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
 from catalake.platform.warehouse.store import DeltaStore
 from catalake.resources import CatalogSource, LandingZone, SparkSessionResource, Warehouse
-from dagster import AssetKey, DagsterInstance, materialize
 from support.paths import DEMO_CATALOG, DEMO_DIR
 
 
@@ -143,7 +143,7 @@ def test_invalid_catalog_fails_and_leaves_tables_untouched(spark, tmp_path):
 def test_failed_error_expectations_block():
     """A partition breaking what the catalog requires fails its check with ERROR severity."""
     from catalake.defs.quality.checks import check_result
-    from catalake.platform.quality.referee import ExpectationOutcome, SuiteOutcome
+    from catalake.platform.quality.validator import ExpectationOutcome, SuiteOutcome
 
     key = AssetKey(["messages", "g", "m"])
     error = ExpectationOutcome("expect_column_values_to_be_in_set", "data.status", "payload enum", "ERROR", False, 1, 10.0, ["lost"])

@@ -12,10 +12,10 @@ import sys
 import time
 
 import pytest
+from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from catalake.component import build_definitions
 from catalake.platform.config import DEMO_DIR, Settings
-from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
 pytestmark = pytest.mark.spark
 

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from dagster import AssetKey, DagsterInstance, Definitions, EnvVar
 from deltalake import DeltaTable
 
 from catalake.component import CatalakeComponent
 from catalake.platform.config import Settings
 from catalake.platform.errors import SettingsError
-from dagster import AssetKey, DagsterInstance, Definitions, EnvVar
 from support.classify import DAY, land_azure
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -201,3 +201,25 @@ def test_a_warehouse_named_by_an_environment_variable_is_resolved_when_the_run_s
     monkeypatch.delenv("CATALAKE_TEST_LAKE")
     with pytest.raises(SettingsError, match="warehouse: the environment variable CATALAKE_TEST_LAKE it names is not set"):
         component.definitions(tmp_path)
+
+
+def test_the_dg_component_and_the_bundled_location_load_the_same_definitions(tmp_path):
+    from dagster.components.testing import create_defs_folder_sandbox
+
+    from catalake.component import build_definitions
+    from catalake.defs.catalog.state import NoStateWarning
+
+    warehouse = str(tmp_path / "wh")
+    with pytest.warns(NoStateWarning):
+        bundled = build_definitions(Settings(warehouse=warehouse), analytics=False)
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.scaffold_component(CatalakeComponent, defs_yaml_contents={
+            "type": "catalake.CatalakeComponent", "attributes": {"warehouse": warehouse, "analytics": False}})
+        with pytest.warns(NoStateWarning), sandbox.load_component_and_build_defs(defs_path=path) as (_, component):
+            assert {k.to_user_string() for k in component.resolve_all_asset_keys()} == {
+                k.to_user_string() for k in bundled.resolve_all_asset_keys()}
+            assert "messages/bikeshare.rides/bikeshare.rides.RideStarted" in {
+                k.to_user_string() for k in component.resolve_all_asset_keys()}
+            jobs = {j.name for j in component.get_repository_def().get_all_jobs()}
+            assert jobs == {j.name for j in bundled.get_repository_def().get_all_jobs()}
+            assert {s.name for s in component.sensors} == {s.name for s in bundled.sensors}

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
 from catalake.component import build_definitions
 from catalake.defs.events.jobs import DAILY_SELECTION
 from catalake.instance import runs_of_code_location
 from catalake.platform.config import DEMO_DIR, Settings
-from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance, instance_for_test
 
 DAY = "2026-11-20"
 ENDED = AssetKey(["messages", "bikeshare.rides", "bikeshare.rides.RideEnded"])
@@ -245,7 +245,7 @@ def _launch_and_look(tmp_path):
 
     with instance_for_test() as instance:
         defs = importlib.reload(catalake.definitions).defs  # the code location, as `catalake run` takes it
-        launcher = Launcher(defs, instance, from_location=True)
+        launcher = Launcher(defs, instance, from_code_location=True)
         with runs_of_code_location(instance):
             assert launcher.run("catalake_job").success
             run = launcher.run("events_job", DAY, asset_selection=DAILY_SELECTION)

@@ -2,9 +2,10 @@
 check results stored in one batch are stored as Dagster stores them one by one (same asset
 records, partitions, check executions, event order), in a real SQLite instance."""
 
+from dagster import AssetCheckKey, AssetKey, DagsterEventType
+
 from catalake.eventlog import BatchingSqliteEventLogStorage
 from catalake.instance import DEFAULT_CONFIG, ensure_config
-from dagster import AssetCheckKey, AssetKey, DagsterEventType
 from support.eventlog_step import DAY, TABLES, _run, _stored
 
 
@@ -26,7 +27,7 @@ def test_a_batch_is_stored_as_dagster_stores_each_event(tmp_path):
     assert not isinstance(plain.event_log_storage, BatchingSqliteEventLogStorage)
     assert isinstance(batched.event_log_storage, BatchingSqliteEventLogStorage)
 
-    # the batch path is taken with this Dagster: every check and materialization together, none
+    # batches are stored together with this Dagster: every check and materialization together, none
     # stored one by one after a failed batch (a Dagster upgrade that breaks it fails here)
     storage = batched.event_log_storage
     assert (storage.together, storage.fallbacks) == (2 * TABLES, 0)

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from catalake.platform.config import DEMO_DIR
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 from support.tables import table_hashes
 
 pytestmark = pytest.mark.spark

@@ -4,10 +4,11 @@ and through a run), and the next catalog run refreshes the state, after which a 
 
 import shutil
 
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, build_sensor_context
+
 from catalake.component import build_definitions
 from catalake.defs.catalog.state import read_state
 from catalake.platform.config import Settings
-from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, build_sensor_context
 from support.paths import DEMO_CATALOG
 
 CATALOG = AssetKey("message_catalog")
@@ -73,10 +74,10 @@ def test_a_state_write_killed_midway_leaves_the_old_state_and_its_leftover_goes_
     import os
     import time
 
-    from catalake.defs.catalog.state import ABANDONED_SECONDS, LocationState, write_state
+    from catalake.defs.catalog.state import ABANDONED_SECONDS, DefsState, write_state
 
     path = tmp_path / "catalog" / "state.json"
-    old = LocationState(made_for="x", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
+    old = DefsState(made_for="x", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
     write_state(path, old)
     killed = path.parent / "state.json.abc123.tmp"  # a writer killed before its rename: half a document
     killed.write_bytes(b'{"made_for": "x", "spe')
@@ -84,7 +85,7 @@ def test_a_state_write_killed_midway_leaves_the_old_state_and_its_leftover_goes_
     recent = path.parent / "state.json.def456.tmp"  # a writer still at work
     recent.write_bytes(b"{")
     os.utime(killed, (time.time() - ABANDONED_SECONDS - 1,) * 2)
-    new = LocationState(made_for="y", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
+    new = DefsState(made_for="y", catalog_files=[], catalog_fingerprint=None, specs=[], deadletter={}).sealed()
     write_state(path, new)
     assert read_state(path) == new and not killed.exists() and recent.exists()
     assert sorted(p.name for p in path.parent.iterdir()) == ["state.json", "state.json.def456.tmp"]

@@ -24,13 +24,14 @@ from catalake.platform.config import catalog_roots
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
-from support.classify import DAY as AZURE_DAY
-from support.classify import land_azure
+from support.classify import DAY as AZURE_DAY, land_azure
 from support.paths import DEMO_CATALOG, REPO
 from support.services import s3_server, spark_cluster, stop, wait_for_port
 from support.tables import table_hashes
 
-pytestmark = pytest.mark.jvm
+# one worker runs the module (its S3 server and demo are module fixtures), and never at the same time
+# as the other test that starts a Spark Connect server on the default port 15002 (test_spark_connect.py)
+pytestmark = [pytest.mark.jvm, pytest.mark.xdist_group("spark-connect-port-15002")]
 
 DEMO_LANDING = REPO / "src" / "catalake" / "demo" / "landing"
 DAYS = (dt.date(2026, 11, 20), dt.date(2026, 11, 21))
@@ -147,7 +148,8 @@ def test_two_runs_of_one_day_at_once_on_s3_store_every_record_once(spark, s3, de
     # replaced for time travel, as Delta does until VACUUM)
     from pyarrow import fs as pafs
 
-    filesystem, base = uris.filesystem(warehouse)
+    location = uris.Location.of(warehouse)
+    filesystem, base = location.filesystem, location.path
     found = filesystem.get_file_info(pafs.FileSelector(base, recursive=True))
     data = {i.path for i in found if i.path.endswith(".parquet") and "/_delta_log/" not in i.path}
     committed = set()
@@ -219,9 +221,10 @@ def test_a_landing_that_cannot_be_read_fails_in_one_line_naming_it(s3, tmp_path)
 
 
 def test_a_missing_day_on_s3_is_a_warning_the_ui_shows(spark, s3, tmp_path):
+    from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
-    from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
     landing = s3.upload(DEMO_LANDING, s3.bucket("missing-day-landing"))
     settings = Settings(landing=landing, warehouse=s3.bucket("missing-day-lake"), local_dir=tmp_path / "local",

@@ -6,7 +6,9 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.jvm
+# the server listens on Spark Connect's default port: never at the same time as the other test that
+# starts one there (tests/deploy/test_object_storage.py, in the same xdist group)
+pytestmark = [pytest.mark.jvm, pytest.mark.xdist_group("spark-connect-port-15002")]
 
 SCRIPT = textwrap.dedent(
     """

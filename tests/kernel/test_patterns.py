@@ -3,6 +3,7 @@
 of the ECMA 262 translation on every pattern of the public catalogs."""
 
 import datetime as dt
+import functools
 import json
 import re
 import shutil
@@ -11,18 +12,11 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from catalake.platform.catalog import load_catalog
-from catalake.platform.patterns import (
-    BudgetedPattern,
-    LinearPattern,
-    PatternError,
-    PatternTimeout,
-    backtracking_construct,
-    compile_pattern,
-)
+from catalake.platform.patterns import (BudgetedPattern, LinearPattern, PatternError, PatternTimeout,
+                                        backtracking_construct, compile_pattern)
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.schemas.payload import FORMATS
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
@@ -180,6 +174,15 @@ COMMON = [FORMATS[name] for name in ("uuid", "email", "uri", "hostname", "ipv4")
     r"^R-[0-9]{6}$", r"^[A-Z]{3}$", r"^\+?[1-9]\d{1,14}$", r"^\d{4}-\d{2}-\d{2}$", r"^(?<year>\d{4})-(?<month>\d{2})$",
     r"^[a-z]+(\.[a-z]+)*$", r"^\w+@\w+\.\w{2,}$", r"\bbike\b", r"^\s*\S+\s*$", r"^[^\s/]+(/[^\s/]+)*$", r"^(foo|bar|baz)?-\d*$"]
 PUBLIC = (public_patterns() if SHARED_DATA.is_dir() else []) + COMMON
+ASCII = st.characters(codec="ascii", exclude_categories=["Cc"])
+
+
+@functools.cache
+def compared(pattern: str) -> tuple:
+    """(the ECMA 262 translation, a strategy of values it matches, catalake's compiled pattern):
+    built once per pattern, not once per example (what the test draws and checks is the same)."""
+    reference = re.compile(re.sub(r"(?<!\\)\(\?<([A-Za-z_][A-Za-z0-9_]*)>", r"(?P<\1>", pattern), re.ASCII)
+    return reference, st.from_regex(reference, alphabet=ASCII), compile_pattern(pattern)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -189,10 +192,8 @@ def test_verdicts_equal_the_ecma_262_translation_on_every_public_pattern(data):
     to match each public pattern and on those values changed, for every pattern at once."""
     assert len(PUBLIC) >= len(COMMON) + 4  # the public catalogs' four patterns
     for pattern in PUBLIC:
-        reference = re.compile(re.sub(r"(?<!\\)\(\?<([A-Za-z_][A-Za-z0-9_]*)>", r"(?P<\1>", pattern), re.ASCII)
-        matching = data.draw(st.from_regex(reference, alphabet=st.characters(codec="ascii", exclude_categories=["Cc"])),
-                             label=pattern)
+        reference, values, compiled = compared(pattern)
+        matching = data.draw(values, label=pattern)
         for value in (matching, matching + "!", matching[1:], "x" + matching, matching.upper()):
             value = value.rstrip("\n")  # `$` before a final line break: Python's alone, not ECMA 262's
-            assert (compile_pattern(pattern).search(value) is not None) == (reference.search(value) is not None), (
-                pattern, value)
+            assert (compiled.search(value) is not None) == (reference.search(value) is not None), (pattern, value)

@@ -27,7 +27,7 @@ def classify(root, tmp_path):
     tables, _ = message_tables(load_catalog([DEMO_CATALOG]), [DEMO_CATALOG])
     plan = plan_for(tables, tmp_path / "warehouse", DAY)
     classifier = Classifier(plan)
-    pieces = [p for task in plan_tasks(partition_files(root, DAY), 1) for p in task]
+    pieces = [p for task in plan_tasks(None, partition_files(root, DAY), 1) for p in task]
     result = classifier.run("0.0", pieces)
     import pyarrow.parquet as pq
 
@@ -87,7 +87,7 @@ def test_a_truncated_gzip_file_dead_letters_its_break_and_keeps_its_lines(tmp_pa
     (day / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     (day / "fine.jsonl").write_text(event(999) + "\n")
     cut = day / "cut.jsonl.gz"
-    lines = list(read_piece(plan_tasks([Landed(str(cut), cut.stat().st_size)], 1)[0][0]))
+    lines = list(read_piece(None, plan_tasks(None, [Landed(str(cut), cut.stat().st_size)], 1)[0][0]))
     assert 0 < len(lines) - 1 < 200 and type(lines[-1][1]).__name__ == "Corrupt"
     result, rows = classify(tmp_path / "landing", tmp_path)
     corrupt = next(r for r in rows if r["reason"] == "corrupt_file")
@@ -150,7 +150,7 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
     (day / "big.jsonl").write_text("".join(event(n) + "\n" for n in range(2000)))
     (day / "small.jsonl").write_text(event(1) + "\n")
     files = partition_files(tmp_path / "landing", DAY)
-    tasks = plan_tasks(files, 2, target=10_000)  # the big file cut in pieces
+    tasks = plan_tasks(None, files, 2, target=10_000)  # the big file cut in pieces
     assert len([p for t in tasks for p in t if p.path.endswith("big.jsonl")]) > 5
     assert tiling_faults(files, tasks) == []
     big = str(day / "big.jsonl")

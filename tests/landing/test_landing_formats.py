@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 
 from catalake.demo.generate import day_records, write_layouts
-from catalake.demo.writers import (
-    CAPTURE_SCHEMA,
-    capture_records,
-    write_avro,
-    write_kafka_parquet,
-    write_snappy_lines,
-    write_zstd_lines,
-)
+from catalake.demo.writers import (CAPTURE_SCHEMA, capture_records, write_avro, write_kafka_parquet, write_snappy_lines,
+                                   write_zstd_lines)
 from catalake.platform import layouts
 from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.normalize import protocol_family
@@ -179,8 +173,8 @@ def test_the_shipped_demo_copies_are_what_the_writers_write(tmp_path):
 # -- formats: Avro, Parquet, compression, what cannot be read
 
 def landed(path: Path) -> list:
-    return [(line, raw) for task in plan_tasks([Landed(str(path), path.stat().st_size)], 1) for p in task
-            for line, raw in read_piece(p)]
+    return [(line, raw) for task in plan_tasks(None, [Landed(str(path), path.stat().st_size)], 1) for p in task
+            for line, raw in read_piece(None, p)]
 
 
 def test_cloudevents_avro_format_and_flat_event_records(tmp_path):
@@ -284,10 +278,10 @@ def test_large_avro_and_parquet_files_split_into_pieces_each_record_once(tmp_pat
     for name in ("big.avro", "big.parquet"):
         path = tmp_path / name
         files = [Landed(str(path), path.stat().st_size)]
-        tasks = plan_tasks(files, 2, target=path.stat().st_size // 5)
+        tasks = plan_tasks(None, files, 2, target=path.stat().st_size // 5)
         pieces = [p for t in tasks for p in t]
         assert len(pieces) >= 4 and tiling_faults(files, tasks) == [], name
-        got = [(line, json.loads(raw)) for p in pieces for line, raw in read_piece(p)]
+        got = [(line, json.loads(raw)) for p in pieces for line, raw in read_piece(None, p)]
         assert sorted(line for line, _ in got) == list(range(1, 30001)), name
         ids = sorted(int(json.loads(r["body"])["id"]) if "body" in r else r["offset"] for _, r in got)
         assert ids == list(range(30000)), name
@@ -322,8 +316,9 @@ def test_every_layout_and_format_on_s3_gives_the_rows_of_local_disk(tmp_path, de
 
 def test_the_landing_sensor_requests_the_days_of_the_layout(tmp_path):
     """The sensor lists the landing in its layout: the shipped Capture folders are one day."""
-    from catalake.component import build_definitions
     from dagster import DagsterInstance, build_sensor_context
+
+    from catalake.component import build_definitions
 
     settings = Settings(landing=str(DEMO_DIR / "capture"), layout="capture", warehouse=str(tmp_path / "warehouse"),
                         start_date="2026-11-01")

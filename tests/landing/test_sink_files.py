@@ -308,10 +308,10 @@ def test_a_large_sink_json_file_is_cut_at_line_ends_and_firehose_values_are_read
     for name, cut in (("sink.json", True), ("firehose", False), ("batch.json", False)):
         path = tmp_path / name
         files = [Landed(str(path), path.stat().st_size)]
-        tasks = plan_tasks(files, 2, target=path.stat().st_size // 5)
+        tasks = plan_tasks(None, files, 2, target=path.stat().st_size // 5)
         pieces = [p for t in tasks for p in t]
         assert (len(pieces) >= 4) == cut and tiling_faults(files, tasks) == [], name
-        got = sorted((line, json.loads(raw)["n"]) for p in pieces for line, raw in read_piece(p))
+        got = sorted((line, json.loads(raw)["n"]) for p in pieces for line, raw in read_piece(None, p))
         assert got == [(i + 1, i) for i in range(30000)], name
 
 

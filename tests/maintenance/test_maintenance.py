@@ -165,7 +165,7 @@ def test_vacuum_never_deletes_the_files_of_a_run_in_flight(tmp_path, demo):
     name = next(iter(partition_files(store)))
     stray = Path(store.path(name)) / f"{PARTITION_COLUMN}={DAY}" / "part-inflight0001-0.0-0.zstd.parquet"
     shutil.copy(Path(store.path(name)) / store.partition_files(name, PARTITION_COLUMN, DAY)[0].path, stray)
-    with recovery.recorded(store.root, "inflight0001", DAY):  # a run of this process, still running
+    with recovery.recorded(store.location, "inflight0001", DAY):  # a run of this process, still running
         vacuum_warehouse(store, names(store), retention_hours=0)
         assert stray.exists()
     vacuum_warehouse(store, names(store), retention_hours=0)  # its record gone: an orphan
@@ -232,9 +232,10 @@ def test_catalake_maintain_compacts_a_day_and_vacuums_with_a_dry_run_first(tmp_p
 
 
 def test_the_maintenance_job_reports_each_table_and_the_sensor_asks_for_it_when_increments_pile_up(tmp_path, demo):
+    from dagster import AssetKey, DagsterInstance, RunRequest, build_run_status_sensor_context
+
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
-    from dagster import AssetKey, DagsterInstance, RunRequest, build_run_status_sensor_context
 
     settings = Settings(landing=str(tmp_path / "landing"), warehouse=str(tmp_path / "warehouse"), engine="local",
                         compact_files=2, start_date="2026-11-01")

@@ -211,7 +211,7 @@ def test_the_definitions_own_datacontenttype_filters(tmp_path):
 
 def test_gx_on_spark_refuses_what_the_matcher_refuses(typed, spark, tmp_path):
     """GX's own engine on Spark (Java regexes), on the typed rows of every accepted and refused value."""
-    from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.validator import Validator
 
     table, c = typed
     rows, refused = [], {}

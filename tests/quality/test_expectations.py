@@ -10,35 +10,15 @@ from pyspark.sql import functions as F
 from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.matcher import template_regex
 from catalake.platform.config import catalog_roots
-from catalake.platform.quality.expectations import (
-    ERROR,
-    WARN,
-    rule_attribute_types,
-    rule_attribute_values,
-    rule_payload_enum,
-    rule_payload_format,
-    rule_payload_items,
-    rule_payload_length,
-    rule_payload_pattern,
-    rule_payload_range,
-    rule_payload_required,
-    rule_required_attributes,
-    rule_uritemplates,
-    suite_expectations,
-)
-from catalake.platform.quality.referee import Validator
-from catalake.platform.quality.suites import (
-    _as_gx_writes,
-    _gx_expectation,
-    build_suite,
-    document_json,
-    expectation_summary,
-    load_suite,
-    plain_suite_document,
-    suite_document,
-    suite_json,
-    sync_suites,
-)
+from catalake.platform.quality.expectations import (ERROR, WARN, rule_attribute_types, rule_attribute_values,
+                                                    rule_payload_enum, rule_payload_format, rule_payload_items,
+                                                    rule_payload_length, rule_payload_pattern, rule_payload_range,
+                                                    rule_payload_required, rule_required_attributes, rule_uritemplates,
+                                                    suite_expectations)
+from catalake.platform.quality.validator import Validator
+from catalake.platform.quality.suites import (_as_gx_writes, _gx_expectation, build_suite, document_json,
+                                              expectation_summary, load_suite, plain_suite_document, suite_document,
+                                              suite_json, sync_suites)
 from catalake.platform.runs.day import classify_partition
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from support.classify import DAY, ce, classify_day, jsonl, land, land_azure

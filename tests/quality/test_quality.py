@@ -1,5 +1,5 @@
 """Data quality from the classification pass: every expectation evaluated on every
-matched record, with GX's semantics; GX's own engine is the referee."""
+matched record, with GX's semantics; GX's own engine is the second opinion."""
 
 import datetime as dt
 import json
@@ -9,19 +9,11 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from dagster import AssetKey, DagsterInstance
 
 from catalake.platform.quality.evaluation import Counts, SuiteCheck, failure_detail, merge_tallies, results
-from catalake.platform.quality.expectations import (
-    BETWEEN,
-    ERROR,
-    IN_SET,
-    LENGTHS_BETWEEN,
-    MATCH_REGEX,
-    NOT_NULL,
-    WARN,
-    Expectation,
-)
-from dagster import AssetKey, DagsterInstance
+from catalake.platform.quality.expectations import (BETWEEN, ERROR, IN_SET, LENGTHS_BETWEEN, MATCH_REGEX, NOT_NULL,
+                                                    WARN, Expectation)
 from support.paths import DEMO_CATALOG
 from support.runs import plan_for
 
@@ -192,7 +184,7 @@ def test_dead_letters_name_the_rules_they_broke(seeded, spark):
 def test_stored_gx_results_and_data_docs_show_the_same_numbers(seeded):
     from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
-    from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.validator import Validator
 
     _, _, warehouse, run = seeded
     _, details = _pass_results(run)
@@ -212,11 +204,11 @@ def test_stored_gx_results_and_data_docs_show_the_same_numbers(seeded):
 
 
 def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
-    """The referee: the same records, typed but not filtered, validated by GX's own engine."""
+    """GX's validation: the same records, typed but not filtered, validated by GX's own engine."""
     from catalake.platform.catalog import load_catalog
     from catalake.platform.landing.listing import partition_files
     from catalake.platform.landing.planning import plan_tasks
-    from catalake.platform.quality.referee import Validator
+    from catalake.platform.quality.validator import Validator
     from catalake.platform.quality.suites import build_suite
     from catalake.platform.runs.classifier import Classifier
     from catalake.platform.warehouse.arrowschemas import arrow_schema
@@ -226,10 +218,10 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
     base, landing, warehouse, run = seeded
     catalogs = [DEMO_CATALOG, base / "shop"]
     tables, _ = message_tables(load_catalog(catalogs), catalogs)
-    plan = plan_for(tables, base / "referee", DAY, run="referee")
-    pieces = [p for task in plan_tasks(partition_files(landing, DAY), 1) for p in task]
+    plan = plan_for(tables, base / "validated", DAY, run="validated")
+    pieces = [p for task in plan_tasks(None, partition_files(landing, DAY), 1) for p in task]
     matched = Classifier(plan).matched_rows(pieces)
-    validator = Validator(base / "referee")
+    validator = Validator(base / "validated")
     compared = set()
     for asset, name, dropped in ((RIDE_STARTED, "bikeshare_rides__ridestarted", 5), (ORDER, "shop__order", 3)):
         _, details = _pass_results(run, asset)
@@ -237,7 +229,7 @@ def test_gx_on_the_unfiltered_rows_counts_what_the_pass_counted(seeded, spark):
         checked = matched[table.name]
         assert sum(1 for c in checked if not c.kept) == dropped
         schema = arrow_schema(table.schema, exclude=("event_date",))
-        path = base / "referee" / f"{name}.parquet"
+        path = base / "validated" / f"{name}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist([dict(zip(schema.names, c.values)) for c in checked], schema=schema), path)
         unfiltered = spark.read.schema(type(table.schema)([f for f in table.schema.fields if f.name != "event_date"])).parquet(str(path))
@@ -290,3 +282,29 @@ def test_validate_job_records_gx_outcomes_as_check_evaluations(seeded):
     assert started.metadata["failed_error"].value == 0 and started.metadata["failed_warn"].value == 1
     assert started.metadata["table"].value == "messages/bikeshare_rides__ridestarted"
     assert order.passed and order.metadata["rows_stored"].value > 0
+
+
+def test_stored_rows_that_break_a_tightened_rule_fail_validate_job_with_one_line(seeded, tmp_path):
+    """A catalog tightened after the rows were stored (an order's amount now below 11): GX finds
+    stored rows breaking an ERROR expectation, an error of the data or the catalog, so the step
+    fails through the boundary (defs/failures.py) with one line and no traceback."""
+    from catalake.component import build_definitions
+    from catalake.platform.config import Settings
+    from support.orders import CATALOG, ORDER_SCHEMA
+
+    _, landing, warehouse, _ = seeded
+    tightened = {**ORDER_SCHEMA, "properties": {**ORDER_SCHEMA["properties"],
+                                                "amount": {"type": "number", "minimum": 0, "exclusiveMaximum": 11}}}
+    catalog = json.loads(json.dumps(CATALOG))
+    catalog["messagegroups"]["shop"]["messages"]["shop.Order"]["dataschema"] = tightened
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "shop.xreg.json").write_text(json.dumps(catalog))
+    definitions = build_definitions(Settings(catalog=(DEMO_CATALOG, tmp_path / "shop"), landing=landing,
+                                             warehouse=warehouse, spark_master="local[2]"))
+    run = definitions.resolve_job_def("validate_job").execute_in_process(
+        instance=DagsterInstance.ephemeral(), partition_key=DAY.isoformat(), raise_on_error=False,
+        run_config={"ops": {"validate_stored_partition": {"config": {"tables": ["shop__order"]}}}})
+    assert not run.success
+    (failure,) = [e for e in run.all_events if e.is_step_failure]
+    told = failure.step_failure_data.user_failure_data
+    assert told is not None and told.description == "stored rows break ERROR expectations in messages/shop__order"

@@ -209,7 +209,7 @@ def test_an_http_batch_is_one_record_per_event_http_binding_3_3(tmp_path):
     (day / "http.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     tables, _ = message_tables(load_catalog([catalog_path]), [tmp_path])
     plan = plan_for(tables, tmp_path / "warehouse", dt.date(2026, 11, 20))
-    pieces = [p for task in plan_tasks(partition_files(tmp_path / "landing", dt.date(2026, 11, 20)), 1) for p in task]
+    pieces = [p for task in plan_tasks(None, partition_files(tmp_path / "landing", dt.date(2026, 11, 20)), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
     # 5 events and an empty batch: every one in exactly one place
     assert result.records == 6 and result.rows == {"messages/g__t": 4, "deadletter": 2}

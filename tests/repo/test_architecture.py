@@ -108,7 +108,9 @@ def test_no_package_cycle_in_catalake():
 def test_the_engine_is_a_small_kernel_and_a_package_per_stage():
     """Directly under platform/ only the shared kernel; every stage is a package."""
     kernel = {p.stem for p in (SOURCE / "catalake" / "platform").glob("*.py")} - {"__init__"}
-    assert len(kernel) <= 8, sorted(kernel)
+    # errors.py holds error classes only: the problems a CatalogError lists, JSON pointers and the
+    # text a person is told of an error are kernel modules of their own (11: see architecture.md; the JSON pointers with the problems they locate)
+    assert len(kernel) <= 11, sorted(kernel)
     stages = {p.name for p in (SOURCE / "catalake" / "platform").iterdir() if (p / "__init__.py").exists()}
     assert {"records", "schemas", "catalog", "landing", "warehouse", "quality", "runs"} <= stages
 

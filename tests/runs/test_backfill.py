@@ -118,8 +118,9 @@ def test_runs_of_overlapping_days_wait_for_the_older_one(tmp_path, monkeypatch):
     """A backfill's run of a range has no `dagster/partition` tag for the queue to hold a day's
     runs by: runs_in_progress finds it for each of its days, and a run waits only for runs of
     its days created before it (never both for each other)."""
-    from catalake.leases import RANGE_END_TAG, RANGE_START_TAG, days_of, runs_in_progress
     from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
+
+    from catalake.leases import RANGE_END_TAG, RANGE_START_TAG, days_of, runs_in_progress
 
     instance = DagsterInstance.ephemeral()
 

@@ -39,8 +39,8 @@ def write_catalog(base, document: dict):
 
 def landed_records(files) -> dict:
     """(file name, line) -> raw text of every record the files hold, as the executors read them."""
-    return {(piece.path.rsplit("/", 1)[-1], line): raw for task in plan_tasks(files, 2) for piece in task
-            for line, raw in read_piece(piece)}
+    return {(piece.path.rsplit("/", 1)[-1], line): raw for task in plan_tasks(None, files, 2) for piece in task
+            for line, raw in read_piece(None, piece)}
 
 
 def test_landing_layout(tmp_path):
@@ -489,12 +489,12 @@ def test_large_json_lines_files_are_read_in_splits_with_exact_line_numbers(tmp_p
     path.write_bytes(("\r\n".join(lines[:200]) + "\n" + "\n".join(lines[200:]) + "\n").encode())
     other = tmp_path / "small.jsonl.gz"
     other.write_bytes(gzip.compress(b'{"n": 1}\n\n{"n": 3}\n'))
-    tasks = plan_tasks([Landed(str(p), p.stat().st_size) for p in (path, other)], 2, target=2048)  # a dozen pieces of big.jsonl
+    tasks = plan_tasks(None, [Landed(str(p), p.stat().st_size) for p in (path, other)], 2, target=2048)  # a dozen pieces of big.jsonl
     pieces = [p for task in tasks for p in task]
     assert len([p for p in pieces if p.path == str(path)]) > 5
     got = {}
     for piece in pieces:
-        for line, raw in read_piece(piece):
+        for line, raw in read_piece(None, piece):
             key = (piece.path.rsplit("/", 1)[1], line)
             assert key not in got  # every line once
             got[key] = json.loads(raw)["n"]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dagster import AssetKey, DagsterInstance
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import Settings
@@ -18,7 +19,6 @@ from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.increment import classify_increment
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
-from dagster import AssetKey, DagsterInstance
 from support.paths import DEMO_CATALOG, REPO
 from support.runs import no_spark
 from support.tables import table_hashes

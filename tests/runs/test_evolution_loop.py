@@ -3,23 +3,17 @@ takes them -> replay moves exactly those records; conserved, and a second replay
 
 import json
 
+from dagster import AssetKey
 from deltalake import DeltaTable
 
 from catalake import cli
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots
 from catalake.platform.runs.day import classify_partition, conservation
-from catalake.platform.runs.drift import (
-    candidates,
-    deadletter_rows,
-    generalize,
-    infer_schema,
-    proposals_document,
-)
+from catalake.platform.runs.drift import candidates, deadletter_rows, generalize, infer_schema, proposals_document
 from catalake.platform.runs.replay import replay_partition
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables
-from dagster import AssetKey
 from support.evolution import DAY, KNOWN, classified_day
 
 
@@ -97,9 +91,10 @@ def definitions(tmp_path, catalog_dir):
 
 
 def test_a_schema_change_marks_only_its_asset_and_the_catalog_lists_it(spark, tmp_path):
+    from dagster import AssetKey, DagsterInstance
+
     from catalake.component import build_definitions
     from catalake.platform.config import Settings
-    from dagster import AssetKey, DagsterInstance
 
     schema = {"type": "object", "properties": {"id": {"type": "string"}}}
     other = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.OrderShipped"}}}
@@ -161,14 +156,14 @@ def test_a_replay_stopped_while_it_commits_is_finished_by_the_next(spark, tmp_pa
         except Killed:
             pass
     assert store.commit_partition == real_commit and store.remove_uncommitted == real_remove
-    assert replay_module.journal_of(store.root, DAY) is not None
+    assert replay_module.journal_of(store.location, DAY) is not None
     _, counts = conservation(store, tables, DAY, first.records)
     assert counts["rows_stored"] == first.records + 9  # the moved rows are in two places until recovery
 
     again = replay_partition(spark, store, tables, DAY)
     assert again.moved == {"no_match -> messages/catalake_drift__shop_siteopened": 6,
                            "no_match -> messages/catalake_drift__shop_refunded": 3}  # what the roll-forward moved
-    assert replay_module.journal_of(store.root, DAY) is None
+    assert replay_module.journal_of(store.location, DAY) is None
     ok, counts = conservation(store, tables, DAY, first.records)
     assert ok and counts["per_table"][DEADLETTER_TABLE] == 1
     assert counts["per_table"]["messages/catalake_drift__shop_siteopened"] == 6

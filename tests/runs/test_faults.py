@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from catalake.platform.uris import Location
+
 DAY = "2026-11-20"
 
 
@@ -201,7 +203,7 @@ def test_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_replay
     with immutable(warehouse / DEADLETTER_TABLE / "_delta_log"):
         with pytest.raises(Exception) as failed:
             replay_partition(spark, store, tables, day)
-    journal = recovery.journal_of(store.root, day)
+    journal = recovery.journal_of(store.location, day)
     assert journal is not None
     named = [warehouse / c["table"] / rel for c in journal["commits"] for rel, *_ in c["files"]]
     assert named and all(p.is_file() for p in named), [str(p) for p in named if not p.is_file()]
@@ -209,7 +211,7 @@ def test_a_failed_replay_commit_keeps_what_its_journal_names_and_the_next_replay
     assert list((warehouse / RUNS_DIR).glob("*.json")), "the stopped replay's record went with its journal left"
 
     again = replay_partition(spark, store, tables, day)
-    assert again.moved == MOVED and recovery.journal_of(store.root, day) is None
+    assert again.moved == MOVED and recovery.journal_of(store.location, day) is None
     dead = DeltaTable(str(warehouse / DEADLETTER_TABLE)).to_pyarrow_table().to_pylist()  # every file there
     assert [d["reason"] for d in dead] == ["malformed_json"]
     ok, counts = conservation(store, tables, day, first.records)
@@ -245,7 +247,7 @@ def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(s
     catalog_dir, warehouse, store, tables, first = replay_ready(spark, tmp_path)
     day = dt.date.fromisoformat(DAY)
     stopped_replay(spark, store, tables, monkeypatch)
-    journal = recovery.journal_of(store.root, day)
+    journal = recovery.journal_of(store.location, day)
     (commit,) = [c for c in journal["commits"] if c["table"] == DEADLETTER_TABLE]
     gone = commit["files"][0][0]
     (warehouse / DEADLETTER_TABLE / gone).unlink()
@@ -253,11 +255,11 @@ def test_a_roll_forward_whose_file_is_gone_fails_naming_it_and_commits_nothing(s
     with pytest.raises(StorageError, match=f"{DEADLETTER_TABLE}/{gone}.*does not exist"):
         replay_partition(spark, store, tables, day)
     assert store.version(DEADLETTER_TABLE) == version  # no commit pointing at a missing file
-    assert recovery.journal_of(store.root, day) is not None
+    assert recovery.journal_of(store.location, day) is not None
     DeltaTable(str(warehouse / DEADLETTER_TABLE)).to_pyarrow_table()  # still readable
     # a partition run of the day replaces the tables and drops the journal
     rerun = classify_partition(spark, store, tables, tmp_path / "landing", day)
-    assert recovery.journal_of(store.root, day) is None and conservation(store, tables, day, rerun.records)[0]
+    assert recovery.journal_of(store.location, day) is None and conservation(store, tables, day, rerun.records)[0]
     assert rerun.deadletter == {"malformed_json": 1}
 
 
@@ -277,7 +279,7 @@ def test_a_replay_after_rolling_a_stopped_one_forward_reports_what_it_moved(spar
     assert "nothing moved" not in out, out
     for move, n in MOVED.items():
         assert any(move in line and line.split()[-1] == str(n) for line in out.splitlines()), out
-    assert recovery.journal_of(str(warehouse), dt.date.fromisoformat(DAY)) is None
+    assert recovery.journal_of(Location.of(warehouse), dt.date.fromisoformat(DAY)) is None
 
 
 SITE_OPENED = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "shop.SiteOpened"}},
@@ -356,7 +358,7 @@ def test_a_replay_killed_while_writing_leaves_no_orphans(spark, tmp_path):
     while group_alive(replay.pid) and time.monotonic() < gone_by:
         time.sleep(0.1)
     assert not group_alive(replay.pid), "a process of the killed replay still runs"
-    assert recovery.journal_of(str(warehouse), dt.date.fromisoformat(DAY)) is None, "killed after its journal: not the write phase"
+    assert recovery.journal_of(Location.of(warehouse), dt.date.fromisoformat(DAY)) is None, "killed after its journal: not the write phase"
     left = part_files(warehouse) - committed(warehouse)
     assert left, "the kill left no uncommitted file: nothing to prove"
 
@@ -442,11 +444,12 @@ def test_upper_case_extensions_are_read_and_a_day_file_is_reported(spark, tmp_pa
 
 
 RACE = """
-import sys, time
+import os, sys, time
 from catalake.instance import dagster_instance
 
-start = float(sys.argv[1])
-while time.time() < start:
+ready, go = sys.argv[1:3]
+open(ready, "w").close()
+while not os.path.exists(go):
     time.sleep(0.001)
 instance = dagster_instance()
 instance.get_runs(limit=1)
@@ -462,9 +465,17 @@ def test_runs_started_together_with_a_new_dagster_home_all_get_its_instance(tmp_
     for round_ in range(2):
         home = tmp_path / f"home{round_}"
         home.mkdir()
-        start = time.time() + 5  # every process imports Dagster, then they go together
-        procs = [subprocess.Popen([sys.executable, str(script), str(start)], env={**os.environ, "DAGSTER_HOME": str(home)},
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        # every process imports Dagster and says it is ready, then they go together
+        go = tmp_path / f"go{round_}"
+        ready = [tmp_path / f"ready{round_}-{i}" for i in range(3)]
+        procs = [subprocess.Popen([sys.executable, str(script), str(flag), str(go)], env={**os.environ, "DAGSTER_HOME": str(home)},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for flag in ready]
+        deadline = time.monotonic() + 120
+        while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+            if any(proc.poll() is not None for proc in procs):
+                break  # one failed before the start: its error is asserted below
+            time.sleep(0.01)
+        go.touch()
         for proc in procs:
             out, err = proc.communicate(timeout=120)
             assert proc.returncode == 0 and out.strip() == "ok", err[-2000:]

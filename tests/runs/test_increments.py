@@ -186,7 +186,7 @@ def test_a_killed_increment_is_finished_by_the_next_run_without_duplicates_or_or
     killed = subprocess.run([sys.executable, "-c", KILLED, str(DEMO_CATALOG), str(tmp_path / "warehouse"),
                              str(tmp_path / "landing")], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert killed.returncode == 137, killed.stderr[-2000:]
-    ledger = increments.load(store.root, DAY)
+    ledger = increments.load(store.location, DAY)
     assert [i["done"] for i in ledger["increments"]] == [True, False]  # stopped between its commits
 
     finished = increment(store, demo, tmp_path / "landing")
@@ -210,8 +210,9 @@ def assert_no_orphans(store: DeltaStore, tables) -> None:
 def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys):
     """`catalake run --incremental`: the run is tagged, the materializations say what was added
     and what the partition holds, the conservation check counts the whole day."""
-    from catalake.cli import main
     from dagster import DagsterInstance
+
+    from catalake.cli import main
 
     files = day_records(DAY, 12)
     http = lines(files["rides-http.jsonl"])
@@ -252,8 +253,9 @@ def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys)
 def test_a_clean_increment_reports_its_deadletter_materialization_and_checks(tmp_path, monkeypatch, capsys):
     """The usual increment, a clean producer's: nothing dead-lettered, the run exits 0, and the
     day's `deadletter` materialization (0 rows added) and its conservation check are there."""
-    from catalake.cli import main
     from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
+    from catalake.cli import main
 
     http = lines(day_records(DAY, 12)["rides-http.jsonl"])
     folder = tmp_path / "landing" / DAY.isoformat()

@@ -12,6 +12,7 @@ import time
 
 from catalake.platform.runs import liveness, recovery
 from catalake.platform.runs.liveness import Owner, judge
+from catalake.platform.uris import Location
 
 DAY = dt.date(2026, 11, 20)
 
@@ -87,20 +88,20 @@ def test_run_records_are_judged_as_runs_are(tmp_path):
     _record(tmp_path, "legacy", host="another-host", pid=1)  # no heartbeat: left alone
     _record(tmp_path, "gone", host=Owner.current().host, pid=_reaped_pid(), heartbeat=now)
     _record(tmp_path, "here", **{k: v for k, v in vars(Owner.current()).items()}, heartbeat=now - 600)
-    assert recovery.crashed(str(tmp_path), DAY, lease=120) == ["gone", "stale"]
-    keep = recovery.protected(str(tmp_path), lease=120)
+    assert recovery.crashed(Location.of(tmp_path), DAY, lease=120) == ["gone", "stale"]
+    keep = recovery.protected(Location.of(tmp_path), lease=120)
     assert [keep(f"x/part-{run}-0.parquet") for run in ("stale", "beating", "legacy", "gone", "here")] == [
         False, True, True, False, True]
 
 
 def test_a_recorded_run_beats_its_heartbeat_and_its_record_goes_with_it(tmp_path):
     path = tmp_path / recovery.RUNS_DIR / "r1.json"
-    with recovery.recorded(str(tmp_path), "r1", DAY, lease=0.4):
+    with recovery.recorded(Location.of(tmp_path), "r1", DAY, lease=0.4):
         first = json.loads(path.read_text())
         assert (first["host"], first["pid"], first["identity"]) == tuple(vars(Owner.current()).values())
         deadline = time.monotonic() + 10
         while json.loads(path.read_text())["heartbeat"] == first["heartbeat"]:
             assert time.monotonic() < deadline, "no heartbeat"
             time.sleep(0.02)
-        assert recovery.crashed(str(tmp_path), DAY, lease=0.4) == []
+        assert recovery.crashed(Location.of(tmp_path), DAY, lease=0.4) == []
     assert not path.exists() and not list(path.parent.iterdir())  # no partial record left either

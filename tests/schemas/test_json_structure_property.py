@@ -7,8 +7,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from json_structure import InstanceValidator
 
 from catalake.platform.catalog import load_catalog

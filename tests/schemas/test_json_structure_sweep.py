@@ -8,8 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.catalog.matcher import compile_definition
@@ -49,11 +48,13 @@ def test_the_sweep_covers_every_json_structure_definition(shared_data):
 
 
 class CompiledCatalogs:
-    """One classifier per public catalog, compiled once for the whole sweep."""
+    """One classifier per public catalog, compiled once for the whole sweep (and each definition's
+    instance strategy, built once)."""
 
     def __init__(self, base: Path):
         self.base = base
         self.compiled: dict = {}
+        self.instances: dict = {}
         self.count = 0
 
     def get(self, path: str):
@@ -86,7 +87,9 @@ def test_a_generated_instance_lands_in_its_table_with_every_value(catalogs, path
     catalog, roots, tables, classifier, warehouse = catalogs.get(path)
     message = next(m for m in catalog if m.xid == xid)
     schema = resolve_data_schema(message, catalog.schemagroups, roots)
-    wire, typed = data.draw(instances(schema.content, schema.document, schema.type_name), label="instance")
+    if xid not in catalogs.instances:  # built once, drawn from for each example
+        catalogs.instances[xid] = instances(schema.content, schema.document, schema.type_name)
+    wire, typed = data.draw(catalogs.instances[xid], label="instance")
     catalogs.count += 1
     landed = warehouse / f"{catalogs.count}.jsonl"
     landed.parent.mkdir(parents=True, exist_ok=True)

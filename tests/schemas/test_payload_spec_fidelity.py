@@ -5,8 +5,7 @@ on real catalogs and records. Plain Python."""
 import datetime as dt
 import json
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from catalake.display import catalog_rows
 from catalake.platform.catalog import load_catalog, read_catalog
@@ -167,7 +166,7 @@ VALUES = st.recursive(
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=SCHEMAS, instances=st.lists(st.dictionaries(KEY, VALUES, max_size=3), min_size=1, max_size=6))
 def test_catalake_decides_as_jsonschema_over_generated_schemas_and_instances(tmp_path_factory, schema, instances):
-    """Property: for any schema of these keywords, a payload jsonschema (the referee, draft-07,
+    """Property: for any schema of these keywords, a payload jsonschema (the oracle, draft-07,
     no format assertion) finds invalid is refused, and one it finds valid is kept, unless its
     table's column cannot hold a value (rule `type`: a union's members merged into one struct,
     `patternProperties` read as a map of one value type)."""

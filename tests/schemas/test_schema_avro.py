@@ -3,23 +3,9 @@
 import json
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DateType, DecimalType, DoubleType, FloatType,
+                               IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampNTZType,
+                               TimestampType)
 
 from catalake.platform.schemas.avro import avro_to_spark
 from catalake.platform.schemas.json_schema import SchemaError

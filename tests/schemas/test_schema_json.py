@@ -3,18 +3,8 @@
 import json
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DateType,
-    DoubleType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BooleanType, DateType, DoubleType, LongType, MapType, StringType, StructField,
+                               StructType, TimestampType)
 from referencing import Registry
 
 from catalake.platform.schemas.json_schema import NeverFollowed, SchemaError, json_schema_to_spark, resource

@@ -1,24 +1,9 @@
 """JSON Structure -> Spark: exact types per construct."""
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
+                               StructType, TimestampType)
 
 from catalake.platform.schemas.json_schema import SchemaError
 from catalake.platform.schemas.json_structure import json_structure_to_spark

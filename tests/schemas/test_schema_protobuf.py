@@ -1,21 +1,8 @@
 """Protobuf (.proto text, compiled by protoc) -> Spark: exact types per construct."""
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DecimalType, DoubleType, FloatType, IntegerType,
+                               LongType, MapType, StringType, StructField, StructType, TimestampType)
 
 from catalake.platform.schemas.json_schema import SchemaError
 from catalake.platform.schemas.protobuf import protobuf_to_spark

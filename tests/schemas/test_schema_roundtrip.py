@@ -13,8 +13,7 @@ from io import BytesIO
 
 import fastavro
 import jsonschema
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 

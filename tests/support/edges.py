@@ -8,21 +8,11 @@ number for a string attribute, extension attributes, no datacontenttype, no data
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import strategies as st
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    MapType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, MapType,
+                               StringType, StructType, TimestampNTZType, TimestampType)
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 WRONG_KIND = st.sampled_from([1.0, 1.5, "1", True, False, [], {}, "", 0, -1, 2**63, 2**64 - 1, "x" * 70])
@@ -32,6 +22,7 @@ DATETIMES = st.sampled_from([
     "2026-11-20T10:00:00", "2026-11-20T10:00:00.1234567Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00",
     "2026-11-20", "not a time", "2026-11-20T24:00:00Z",
 ])
+_BUILT: dict = {}  # the strategies built, by what they were built from
 
 
 def _bounds(checks: dict) -> list:
@@ -63,7 +54,15 @@ def _scalar(dtype: DataType, checks: dict):
 
 
 def payloads(dtype: DataType, meta: dict, depth: int = 0):
-    """JSON values for a node of the derived type (`meta`: its column metadata)."""
+    """JSON values for a node of the derived type (`meta`: its column metadata). Built once per
+    node and kept: a test draws from it many times, and building costs more than drawing."""
+    key = (dtype.json(), json.dumps(meta, sort_keys=True, default=repr), depth)
+    if key not in _BUILT:
+        _BUILT[key] = _payloads(dtype, meta, depth)
+    return _BUILT[key]
+
+
+def _payloads(dtype: DataType, meta: dict, depth: int):
     checks = meta.get("catalake.check") or {}
     if meta.get("catalake.json") or depth > 4:
         value = st.none() | st.booleans() | st.integers(-5, 5) | TEXT | st.lists(TEXT, max_size=2)
@@ -82,7 +81,15 @@ def payloads(dtype: DataType, meta: dict, depth: int = 0):
 
 
 def envelopes(base: dict):
-    """A structured event's attributes from `base` (one that matches), some at their edges."""
+    """A structured event's attributes from `base` (one that matches), some at their edges (built
+    once per `base`, as `payloads`)."""
+    key = ("envelope", json.dumps(base, sort_keys=True, default=repr))
+    if key not in _BUILT:
+        _BUILT[key] = _envelopes(base)
+    return _BUILT[key]
+
+
+def _envelopes(base: dict):
     edits = st.sampled_from([
         {}, {}, {}, {"time": None}, {"time": "yesterday"}, {"time": "2026-11-20 10:00:00Z"}, {"id": ""}, {"id": 5},
         {"subject": ""}, {"subject": "s"}, {"traceparent": "00-ab"}, {"sequence": 7}, {"datacontenttype": None},

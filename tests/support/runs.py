@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from catalake.platform.runs.plan import Plan
+from catalake.platform.uris import Location
 
 
 def no_spark():
@@ -16,4 +17,4 @@ def no_spark():
 
 def plan_for(tables, warehouse: Path | str, day: dt.date, run: str = "t", ingested_at: dt.datetime | None = None) -> Plan:
     """A partition run's plan over `tables` (in catalog order), as the driver makes one."""
-    return Plan(tuple(tables), str(warehouse), day, ingested_at or dt.datetime.now(dt.timezone.utc), run)
+    return Plan(tuple(tables), Location.of(warehouse), day, ingested_at or dt.datetime.now(dt.timezone.utc), run)

@@ -72,10 +72,11 @@ class S3Server:
         """A local folder copied to `uri` (s3://bucket/prefix); returns the URI."""
         from pyarrow import fs as pafs
 
-        from catalake.platform import uris
+        from catalake.platform.uris import Location
 
-        filesystem, path = uris.filesystem(uri)
-        pafs.copy_files(str(local), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
+        location = Location.of(uri)
+        pafs.copy_files(str(local), location.path, source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=location.filesystem)
         return uri
 
 

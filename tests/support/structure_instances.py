@@ -13,7 +13,7 @@ import re
 import orjson
 from hypothesis import strategies as st
 
-from catalake.platform.errors import split_pointer
+from catalake.platform.problems import split_pointer
 
 UTC = dt.timezone.utc
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)

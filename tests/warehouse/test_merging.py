@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from catalake.platform.errors import MergeError
+from catalake.platform.uris import Location
 from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
 from catalake.platform.warehouse.merging import Merge, file_bound, merge_files, merge_tasks, pack, run_merges
 
@@ -93,7 +94,7 @@ def test_a_merge_keeps_every_row_in_order_with_the_columns_added_since(tmp_path,
     parts = evolving_parts(1, 9)
     inputs = write_parts(tmp_path, "messages/a", parts)
     merge = Merge("messages/a", inputs, f"{FOLDER}/part-run-merged-0.zstd.parquet")
-    written = merge_files(str(tmp_path), merge, whole_read_bytes=(1 << 30) if whole else 0)
+    written = merge_files(Location.of(tmp_path), merge, whole_read_bytes=(1 << 30) if whole else 0)
     assert read_merged(tmp_path, merge, written) == expected_rows(parts)
     assert pq.ParquetFile(tmp_path / merge.table / written.path).metadata.num_row_groups == 1  # gathered
 
@@ -103,7 +104,7 @@ def test_a_merge_whose_inputs_hold_other_rows_than_the_log_says_writes_nothing(t
     wrong = [inputs[0]._replace(rows=inputs[0].rows + 1), *inputs[1:]]
     for whole in (1 << 30, 0):
         with pytest.raises(MergeError, match="rows, expected"):
-            merge_files(str(tmp_path), Merge("messages/a", wrong, f"{FOLDER}/out.zstd.parquet"), whole_read_bytes=whole)
+            merge_files(Location.of(tmp_path), Merge("messages/a", wrong, f"{FOLDER}/out.zstd.parquet"), whole_read_bytes=whole)
         assert not (tmp_path / "messages/a" / FOLDER / "out.zstd.parquet").exists()
 
 
@@ -118,7 +119,7 @@ def many_merges(root: Path, tables: int) -> tuple[list[Merge], dict[str, list[pa
 
 def test_merges_on_the_drivers_threads_return_each_merge_s_file_in_order(tmp_path):
     merges, parts = many_merges(tmp_path, 30)
-    outputs = run_merges(None, str(tmp_path), merges)
+    outputs = run_merges(None, Location.of(tmp_path), merges)
     assert [o.path for o in outputs] == [m.output for m in merges]
     for merge, output in zip(merges, outputs):
         assert read_merged(tmp_path, merge, output) == expected_rows(parts[merge.table])
@@ -132,7 +133,7 @@ def test_a_spark_job_of_few_tasks_runs_many_merges_and_returns_each_merge_s_file
         for merge in merges:
             (tmp_path / merge.table / merge.output).unlink(missing_ok=True)
         spark.sparkContext.setJobGroup(f"merges-{task_bytes}", "merges")
-        outputs = run_merges(spark, str(tmp_path), merges, task_bytes=task_bytes, driver_bytes=0)
+        outputs = run_merges(spark, Location.of(tmp_path), merges, task_bytes=task_bytes, driver_bytes=0)
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         assert len(jobs.getJobIdsForGroup(f"merges-{task_bytes}")) == 1
         assert [o.path for o in outputs] == [m.output for m in merges]
@@ -143,7 +144,7 @@ def test_a_spark_job_of_few_tasks_runs_many_merges_and_returns_each_merge_s_file
     assert stages == {spark.sparkContext.defaultParallelism}
     # merges of a few kilobytes in all: on the driver's threads, no Spark job
     spark.sparkContext.setJobGroup("merges-small", "merges")
-    outputs = run_merges(spark, str(tmp_path), merges)
+    outputs = run_merges(spark, Location.of(tmp_path), merges)
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     assert jobs.getJobIdsForGroup("merges-small") == [] and [o.path for o in outputs] == [m.output for m in merges]
     for merge, output in zip(merges, outputs):

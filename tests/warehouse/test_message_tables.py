@@ -5,16 +5,8 @@ from datetime import date, datetime, timezone
 
 import pytest
 from deltalake import DeltaTable
-from pyspark.sql.types import (
-    BooleanType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (BooleanType, IntegerType, LongType, MapType, StringType, StructField, StructType,
+                               TimestampType)
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots

@@ -100,7 +100,7 @@ def _part_files(store, run, tables: dict[str, list[list]], attempt: int = 0) -> 
     """Files written as an executor's task attempt writes them: rows per table of DAY1."""
     import pyarrow as pa
 
-    sink = PartFiles(store.root, DAY1, f"{run}-0.{attempt}")
+    sink = PartFiles(store.location, DAY1, f"{run}-0.{attempt}")
     schema = arrow_schema(SCHEMA, exclude=("event_date",))
     for name, values in tables.items():
         sink.write(name, schema, [pa.Table.from_pylist([dict(zip(schema.names, v)) for v in values], schema=schema)])
@@ -201,6 +201,7 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
 
+    from catalake.platform.uris import Location
     from catalake.platform.warehouse.commit import commit
     from catalake.platform.warehouse.files import WrittenFile
 
@@ -220,8 +221,8 @@ def test_two_overwrites_of_one_partition_from_the_same_snapshot_leave_one_writer
         return out
 
     stale = DeltaTable(root)  # writer B read the table before writer A committed
-    first = commit(root, files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)[0]
-    second = commit(root, files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)[0]
+    first = commit(Location.of(root), files("a", 2), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True)[0]
+    second = commit(Location.of(root), files("b", 3), ["event_date"], {"event_date": "2026-11-20"}, overwrite=True, table=stale)[0]
     assert second > first
     rows = sorted(DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
     assert rows == ["b0", "b1", "b2", "other day"]

@@ -8,32 +8,26 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from catalake.platform import uris
 from catalake.platform.errors import CatalakeError
+from catalake.platform.errortext import error_text
 
-from . import (
-    catalog_commands as catalog,
-)
-from . import (
-    deadletter_commands as deadletters,
-)
-from . import (
-    maintain_command as maintenance,
-)
-from . import (
-    quality_commands as quality,
-)
-from . import (
-    run_command as runs,
-)
-from . import (
-    warehouse_commands as warehouse,
-)
+from . import (catalog_commands as catalog, deadletter_commands as deadletters, maintain_command as maintenance,
+               quality_commands as quality, run_command as runs, warehouse_commands as warehouse)
+from .context import Context
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catalake", description="Catalog-driven event lakehouse.")
     sub = p.add_subparsers(dest="command", required=True)
+    for add in (_catalog_commands, _run_command, _warehouse_commands, _quality_commands, _deadletter_commands,
+                _maintain_command):
+        add(sub)
+    _describe(p)
+    return p
+
+
+def _catalog_commands(sub) -> None:
+    """`catalake catalog validate|show`, `catalake state`, `catalake schema show`."""
     cat = sub.add_parser("catalog", help="read and check xRegistry message catalogs").add_subparsers(
         dest="action", required=True
     )
@@ -51,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
     ss.add_argument("message", help="message id (or xid /messagegroups/g/messages/m)")
     ss.add_argument("--catalog", nargs="+", help="catalog files or directories (default: CATALAKE_CATALOG)")
     ss.set_defaults(func=catalog.schema_show)
+
+def _run_command(sub) -> None:
+    """`catalake run`."""
     run = sub.add_parser("run", help="classify landed events of one day or a range of days (a run per range of days)")
     when = run.add_mutually_exclusive_group(required=True)
     when.add_argument("--date", help="one partition, YYYY-MM-DD")
@@ -64,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
     kind.add_argument("--full", action="store_true", help="read the whole day and replace its partitions (the default)")
     run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
     run.set_defaults(func=runs.run)
+
+def _warehouse_commands(sub) -> None:
+    """`catalake tables`, `catalake sql`, `catalake dbt project`."""
     tables = sub.add_parser("tables", help="list the warehouse tables under the names SQL sees them by")
     tables.set_defaults(func=warehouse.tables)
     q = sub.add_parser("sql", help="run a SQL query over the warehouse tables (DuckDB; Spark SQL with --engine spark)")
@@ -75,10 +75,19 @@ def parser() -> argparse.ArgumentParser:
     dbt = sub.add_parser("dbt", help="the dbt project").add_subparsers(dest="action", required=True)
     dp = dbt.add_parser("project", help="prepare the catalog's dbt project under the warehouse (CATALAKE_DBT_DIR) and print its path")
     dp.set_defaults(func=warehouse.dbt_project)
+
+def _quality_commands(sub) -> None:
+    """`catalake validate`, `catalake docs`."""
     val = sub.add_parser("validate", help="run Great Expectations' own checkpoint on the stored partitions of a day")
     val.add_argument("--date", required=True, help="the partition, YYYY-MM-DD")
     val.add_argument("--table", action="append", help="a table (SQL name or messages/<name>); repeat for several; default all")
     val.set_defaults(func=quality.validate)
+    docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
+    docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
+    docs.set_defaults(func=quality.docs)
+
+def _deadletter_commands(sub) -> None:
+    """`catalake drift`, `catalake replay`."""
     drift = sub.add_parser("drift", help="propose message definitions for a day's unmatched records")
     drift.add_argument("--date", required=True, help="the day (YYYY-MM-DD)")
     drift.add_argument("--out", help="write the proposals as an xRegistry catalog document")
@@ -87,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--from", dest="start", required=True, help="first day (YYYY-MM-DD)")
     rp.add_argument("--to", dest="end", help="last day (default: the first)")
     rp.set_defaults(func=deadletters.replay, date=None)
+
+def _maintain_command(sub) -> None:
+    """`catalake maintain`."""
     mt = sub.add_parser("maintain", help="compact days' table-partitions into files of the target size; vacuum the warehouse")
     mt_when = mt.add_mutually_exclusive_group()
     mt_when.add_argument("--date", help="compact this day's partitions (YYYY-MM-DD)")
@@ -101,12 +113,6 @@ def parser() -> argparse.ArgumentParser:
     mt.add_argument("--dry-run", action="store_true", help="--vacuum: print what would be deleted, delete nothing")
     mt.add_argument("--json", action="store_true", help="print the result as one JSON object")
     mt.set_defaults(func=maintenance.maintain)
-    docs = sub.add_parser("docs", help="print where the expectation suites and the GX data docs are")
-    docs.add_argument("--build", action="store_true", help="rebuild the data docs site from every stored validation result")
-    docs.set_defaults(func=quality.docs)
-    _describe(p)
-    return p
-
 
 def _describe(parser: argparse.ArgumentParser) -> None:
     """Each subcommand's `--help` opens with the line its parent lists it with."""
@@ -123,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     with _own_process(argv is None):
         try:
-            return args.func(args)
-        except CatalakeError as exc:  # what a person can fix (platform/errors.py): its message, no traceback
-            print(f"catalake: {uris.redact(str(exc))}", file=sys.stderr)
+            return args.func(args, Context())  # the environment read once, when a command asks
+        except CatalakeError as exc:  # what a person can fix (platform/errors.py): its text, no traceback
+            print(f"catalake: {error_text(exc)}", file=sys.stderr)  # a Dagster step's Failure says the same
             return 2
 
 

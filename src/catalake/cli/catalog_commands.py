@@ -9,10 +9,11 @@ from pathlib import Path
 
 from catalake.display import catalog_rows, text_table
 from catalake.platform.catalog import CatalogError, load_catalog, read_catalog
-from catalake.platform.config import Settings
+
+from .context import Context
 
 
-def catalog_validate(args) -> int:
+def catalog_validate(args, context: Context) -> int:
     from catalake.platform.warehouse.message_tables import message_tables, schema_problems
 
     catalog, problems = read_catalog(args.paths)
@@ -34,7 +35,7 @@ def catalog_validate(args) -> int:
     return 1 if errors else 0
 
 
-def catalog_show(args) -> int:
+def catalog_show(args, context: Context) -> int:
     catalog, problems = read_catalog(args.paths)
     errors = [p for p in problems if p.severity == "error"]
     if errors:  # no table of what could be read: the catalog is not usable as it is
@@ -54,48 +55,41 @@ def _roots(paths) -> list[Path]:
     return [p if p.is_dir() else p.parent for p in map(Path, paths)]
 
 
-def schema_show(args) -> int:
+def schema_show(args, context: Context) -> int:
     from pyspark.sql.types import StructField, StructType
 
     from catalake.platform.schemas.derive import spark_type
-    from catalake.platform.schemas.json_schema import SchemaError
     from catalake.platform.schemas.references import resolve_data_schema
 
-    paths = args.catalog or [str(p) for p in Settings.from_env().catalog]
+    paths = args.catalog or [str(p) for p in context.settings.catalog]
     catalog = load_catalog(paths)
     matches = [m for m in catalog if args.message in (m.message_id, m.xid)]
     if len(matches) != 1:
         print(f"{len(matches)} message definitions match {args.message!r}", file=sys.stderr)
         return 1
     (message,) = matches
-    roots = _roots(paths)
-    try:
-        schema = resolve_data_schema(message, catalog.schemagroups, roots)
-        if schema is None:
-            print(f"{message.xid} declares no data schema")
-            return 0
-        dtype, nullable = spark_type(schema)
-    except SchemaError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    # a schema that cannot be resolved or mapped is a SchemaError: `catalake: <why>`, exit 2 (catalake.cli.main)
+    schema = resolve_data_schema(message, catalog.schemagroups, _roots(paths))
+    if schema is None:
+        print(f"{message.xid} declares no data schema")
+        return 0
+    dtype, nullable = spark_type(schema)
     root = dtype if isinstance(dtype, StructType) else StructType([StructField("data", dtype, nullable)])
     print(f"{message.xid}  ({schema.format}, {schema.reference or 'inline'})")
     print(root.treeString().rstrip())
     return 0
 
 
-def state_refresh(args) -> int:
+def state_refresh(args, context: Context) -> int:
     """Write the state every load of the bundled code location (`catalake.definitions`) reads, as
     `dg utils refresh-defs-state` does for a dg project: when deploying, before the code server
     starts. With the analytics, the dbt project is prepared and parsed. A catalog that is invalid
     keeps the last valid specs in the state, each saying what is wrong; exit 1."""
     from catalake.defs.catalog.state import refresh, state_file
     from catalake.defs.names import DEFAULT
-    from catalake.resources import Configured
 
-    configured = Configured.from_settings(Settings.from_env())
-    path = state_file(configured, DEFAULT)
-    state = refresh(path, configured, DEFAULT, analytics=not args.no_analytics)
+    path = state_file(context.configured, DEFAULT)
+    state = refresh(path, context.configured, DEFAULT, analytics=not args.no_analytics)
     print(f"the code location's state: {path}")
     print(f"  {len(state.specs)} message definition(s), catalog fingerprint {(state.catalog_fingerprint or 'none')[:12]}, "
           f"dbt models: {'yes' if state.manifest else 'no'}, first day: {state.first_day or 'the start_date setting, or none yet'}")

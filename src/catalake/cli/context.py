@@ -1,6 +1,7 @@
-"""What a command works with, wired once from the settings: the catalog, its message tables, the
-Spark session and the warehouse store, each built when first asked for (a command that only
-reads the catalog starts no JVM)."""
+"""What a command works with: the environment's settings, read here and nowhere else on the
+command line, and what they configure, through the same resources a code location is built
+from (the catalog source, the warehouse and its store, the Spark session), each built when first
+asked for (a command that only reads the catalog starts no JVM)."""
 
 from __future__ import annotations
 
@@ -8,42 +9,45 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..platform.catalog import Catalog, load_catalog
 from ..platform.config import Settings
 
 if TYPE_CHECKING:
+    from ..platform.catalog import Catalog
     from ..platform.warehouse.message_tables import MessageTable
+    from ..platform.warehouse.store import DeltaStore
+    from ..resources import Configured
 
 
 @dataclass
 class Context:
-    settings: Settings
-    app_name: str = "catalake"
+    given: Settings | None = None  # else the environment's, read when first asked for
 
-    @classmethod
-    def from_env(cls, app_name: str = "catalake") -> "Context":
-        return cls(Settings.from_env(), app_name)
+    @cached_property
+    def settings(self) -> Settings:
+        """The settings (a SettingsError names the variable and the rule)."""
+        return self.given if self.given is not None else Settings.from_env()
+
+    @cached_property
+    def configured(self) -> Configured:
+        """The resources the settings say: the same a code location is built from."""
+        from ..resources import Configured
+
+        return Configured.from_settings(self.settings)
 
     @cached_property
     def catalog(self) -> Catalog:
         """The configured catalog (CatalogError names every problem)."""
-        return load_catalog(self.settings.catalog)
+        return self.configured.catalog_source.load()
 
     @cached_property
-    def tables(self) -> list["MessageTable"]:
-        from ..platform.warehouse.message_tables import message_tables  # Spark's types: not for commands without tables
+    def tables(self) -> list[MessageTable]:
+        return self.configured.catalog_source.tables(self.catalog)
 
-        return message_tables(self.catalog, self.settings.roots)[0]
-
-    @cached_property
+    @property
     def spark(self):
-        from ..platform.spark import build_session
-
-        return build_session(self.settings.spark_master, app_name=self.app_name, conf=dict(self.settings.spark_conf))
+        return self.configured.spark.session
 
     @cached_property
-    def store(self):
-        from ..platform.warehouse.store import DeltaStore
-
-        return DeltaStore(lambda: self.spark, self.settings.warehouse, self.settings.delta_backend,
-                          commit_threads=self.settings.commit_threads)
+    def store(self) -> DeltaStore:
+        """The warehouse's tables, through the Spark resource (started when a table needs it)."""
+        return self.configured.warehouse.store(self.configured.spark)

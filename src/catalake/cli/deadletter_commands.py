@@ -7,20 +7,19 @@ import sys
 from pathlib import Path
 
 from catalake.display import text_table
-from catalake.platform.config import Settings
 
 from . import usage
+from .context import Context
 
 
-def drift(args) -> int:
+def drift(args, context: Context) -> int:
     """The day's unmatched records as proposed message definitions (an xRegistry document)."""
     import json
 
     from catalake.platform.runs.drift import candidates, deadletter_rows, markdown, proposals_document
 
-    settings = Settings.from_env()
     day = usage.date(args.date, "--date")
-    found = candidates(deadletter_rows(settings.warehouse, day))
+    found = candidates(deadletter_rows(context.settings.warehouse, day))
     proposals = proposals_document(found, day)
     print(markdown(found, proposals))
     if args.out:
@@ -29,17 +28,16 @@ def drift(args) -> int:
     return 0
 
 
-def replay(args) -> int:
+def replay(args, context: Context) -> int:
     """Re-match the dead letters of a range of days against the current catalog: one run of
     `replay_job` a day, recorded in the Dagster instance (DAGSTER_HOME), each after the day's
     runs in progress."""
     from .launching import check_catalog, command_tags, failure, launcher
 
-    settings = Settings.from_env()
     days = usage.days(args)
-    check_catalog(settings)
+    check_catalog(context)
     rows, status = [], 0
-    with launcher(settings) as (runs, _):
+    with launcher(context) as (runs, _):
         for day in days:
             run = runs.run("replay_job", day.isoformat(), tags=command_tags("catalake replay"))
             if not run.success:

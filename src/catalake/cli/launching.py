@@ -15,41 +15,32 @@ from contextlib import contextmanager
 
 
 class Launcher:
-    """Runs of the definitions' jobs in this process. With a persistent instance and the code
-    location's own definitions, through Dagster's `execute_job` of the location's reconstructable
+    """Runs of the definitions' jobs in this process. With a persistent instance and the
+    code location's own definitions, through Dagster's `execute_job` of its reconstructable
     job: the run records the job as the UI loads it, so "Re-execute" finds the same job snapshot,
-    and it executes with the location's executor, which holds the run's lease (leases.py);
+    and it executes with the code location's executor, which holds the run's lease (leases.py);
     otherwise `execute_in_process` (the UI then warns that the loaded job may differ). A run of
     a day first waits for the day's runs in progress."""
 
-    def __init__(self, defs, instance, from_location: bool):
+    def __init__(self, defs, instance, from_code_location: bool):
         self.defs, self.instance = defs, instance
-        self.from_location = from_location and instance.is_persistent
+        self.from_code_location = from_code_location and instance.is_persistent
 
     def reload(self) -> None:
         """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
         the dbt models its `dbt_project` parsed (a load reads them, it does not prepare them)."""
         import importlib
 
-        location = sys.modules.get("catalake.definitions")
-        if location is not None and self.defs is location.defs:
-            self.defs = importlib.reload(location).defs
+        module = sys.modules.get("catalake.definitions")
+        if module is not None and self.defs is module.defs:
+            self.defs = importlib.reload(module).defs
 
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
             run_config: dict | None = None, last: str | None = None):
         """A run of `job`, of `partition` or of the range of days `partition` to `last` (one run
         of a backfill's range), once no run of those days is in progress."""
-        from catalake.leases import (
-            HEARTBEAT_TAG,
-            RANGE_END_TAG,
-            RANGE_START_TAG,
-            command,
-            days_of,
-            owner_tags,
-            pass_dead_runs,
-            runs_in_progress,
-            wait_for_days,
-        )
+        from catalake.leases import (HEARTBEAT_TAG, RANGE_END_TAG, RANGE_START_TAG, command, days_of, owner_tags,
+                                     pass_dead_runs, runs_in_progress, wait_for_days)
 
         by = command((tags or {}).get("catalake/launched_by", "catalake"))
         if last is not None and last != partition:
@@ -61,38 +52,38 @@ class Launcher:
         else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
             pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
         tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts
-        if not self.from_location:
+        if not self.from_code_location:
             # Dagster's execute_in_process runs its own executor, which beats no heartbeat: none to go
             # stale (the run is judged by its process on this host; elsewhere it is taken to live)
             tags = {k: v for k, v in tags.items() if k != HEARTBEAT_TAG}
             return self.defs.resolve_job_def(job).execute_in_process(
                 instance=self.instance, raise_on_error=False, partition_key=partition, tags=tags,
                 asset_selection=asset_selection, run_config=run_config)
-        from catalake.instance import CODE_MODULE
         from dagster import build_reconstructable_job, execute_job
+
+        from catalake.instance import CODE_MODULE
 
         job_def = self.defs.resolve_job_def(job)
         if partition is not None:
             tags = {**tags, **job_def.get_tags_for_partition_key(partition, selected_asset_keys=asset_selection)}
-        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_location", reconstructable_args=(job,),
+        reconstructable = build_reconstructable_job(CODE_MODULE, "job_of_code_location", reconstructable_args=(job,),
                                                     reconstructor_working_directory=os.getcwd())
         return execute_job(reconstructable, self.instance, tags=tags, raise_on_error=False,
                            asset_selection=asset_selection, run_config=run_config)
 
 
-def check_catalog(settings) -> None:
+def check_catalog(context) -> None:
     """A catalog that cannot be used fails before any run, in one line naming its first problem."""
     from catalake.platform.catalog import CatalogError
 
-    from .context import Context
     from .usage import UsageError
 
     try:
-        _ = Context(settings).tables  # reading the tables reads and checks the catalog
+        _ = context.tables  # reading the tables reads and checks the catalog
     except CatalogError as exc:
         first = str(exc.problems[0]) if exc.problems else str(exc)
         raise UsageError(f"invalid message catalog ({len(exc.problems)} problem(s); `catalake catalog validate "
-                         f"{' '.join(map(str, settings.catalog))}` lists them): {first}") from None
+                         f"{' '.join(map(str, context.settings.catalog))}` lists them): {first}") from None
 
 
 def failure(run) -> str:
@@ -115,9 +106,9 @@ def command_tags(command: str) -> dict[str, str]:
 
 
 @contextmanager
-def launcher(settings, location: bool | None = None):
+def launcher(context, code_location: bool | None = None):
     """The instance (DAGSTER_HOME, else in memory) and a Launcher of the code location's jobs.
-    `location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
+    `code_location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
     analytics; their runs re-executable from the UI); False: of definitions built here without
     the analytics; None: the code location's when the instance is persistent."""
     import warnings
@@ -127,14 +118,23 @@ def launcher(settings, location: bool | None = None):
     from catalake.instance import dagster_instance, runs_of_code_location
 
     instance = dagster_instance()
-    if location is None:
-        location = instance.is_persistent
+    if code_location is None:
+        code_location = instance.is_persistent
     with warnings.catch_warnings():
         # the command's first run is the catalog's, which writes the state: nothing to tell the user
         warnings.simplefilter("ignore", NoStateWarning)
-        if location:
-            from catalake.definitions import defs
+        if code_location:
+            defs = _code_location_defs()
         else:
-            defs = build_definitions(settings, analytics=False)
+            defs = build_definitions(configured=context.configured, analytics=False)
     with runs_of_code_location(instance):  # the UI can re-execute them
-        yield Launcher(defs, instance, from_location=location), instance
+        yield Launcher(defs, instance, from_code_location=code_location), instance
+
+
+def _code_location_defs():
+    """The code location's definitions as the environment says now: loaded, or loaded again when
+    this process loaded it before (a program that calls `main` more than once, with other settings)."""
+    import importlib
+
+    module = sys.modules.get("catalake.definitions")
+    return importlib.reload(module).defs if module is not None else importlib.import_module("catalake.definitions").defs

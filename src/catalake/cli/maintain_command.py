@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
-from catalake.platform.config import Settings
-
 from . import usage
 from .context import Context
 from .usage import UsageError
 
 
-def maintain(args) -> int:
+def maintain(args, context: Context) -> int:
     """Compact the partitions of `--date`/`--from..--to` (each table whose files exceed one per
     target size) and, with `--vacuum`, delete what no version inside retention needs."""
     from catalake.platform.maintenance import compact_day, vacuum_warehouse
@@ -24,7 +22,6 @@ def maintain(args) -> int:
         raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, or both")
     if args.dry_run and not args.vacuum:
         raise UsageError("maintain: --dry-run goes with --vacuum (a compaction is either made or not)")
-    context = Context(Settings.from_env())
     settings, store = context.settings, context.store
     names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
     spark = None if settings.engine == "local" else (lambda: context.spark)

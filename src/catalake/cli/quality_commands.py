@@ -6,21 +6,20 @@ from __future__ import annotations
 import sys
 
 from catalake.display import text_table
-from catalake.platform.config import Settings
 
 from . import usage
+from .context import Context
 
 
-def validate(args) -> int:
+def validate(args, context: Context) -> int:
     """GX's own checkpoint on a day's stored partitions, as a run of `validate_job` recorded in the
     Dagster instance (each table's result an `expectations` check evaluation): exit 1 when a
     stored row breaks an ERROR expectation."""
     from .launching import check_catalog, command_tags, failure, launcher
 
-    settings = Settings.from_env()
     day = usage.date(args.date, "--date")
-    check_catalog(settings)
-    with launcher(settings) as (runs, _):
+    check_catalog(context)
+    with launcher(context) as (runs, _):
         run = runs.run("validate_job", day.isoformat(), tags=command_tags("catalake validate"),
                        run_config={"ops": {"validate_stored_partition": {"config": {"tables": list(args.table or [])}}}})
     evaluations = [e.event_specific_data for e in run.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
@@ -42,15 +41,15 @@ def validate(args) -> int:
     return 0 if run.success else 1
 
 
-def docs(args) -> int:
+def docs(args, context: Context) -> int:
     """Where the expectation suites and the GX data docs of the configured warehouse are."""
     from catalake.platform.config import DOCS_INDEX, SUITES_DIR
 
-    local = Settings.from_env().local
+    local = context.settings.local
     index = local / DOCS_INDEX
     print(f"expectation suites: {local / SUITES_DIR}")
     if args.build:
-        from catalake.platform.quality.referee import Validator
+        from catalake.platform.quality.validator import Validator
 
         Validator(local).build_docs()
     if not index.exists():

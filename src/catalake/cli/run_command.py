@@ -15,17 +15,16 @@ from .context import Context
 from .launching import check_catalog, command_tags, failure
 
 
-def _start_spark(settings: Settings) -> None:
+def _start_spark(context: Context) -> None:
     """Boot the Spark session and its Python workers in a thread while the code location loads:
     every run needs them (a cold first job costs about 4 s), and the Dagster resource's own
     request then gets this same session."""
     import threading
 
     from catalake.platform.runs.tasks import warm_up
-    from catalake.platform.spark import build_session
 
     def start() -> None:
-        warm_up(build_session(settings.spark_master, "catalake", dict(settings.spark_conf)))
+        warm_up(context.spark)
 
     threading.Thread(target=start, daemon=True, name="spark-start").start()
 
@@ -41,18 +40,19 @@ def _needs_spark(settings: Settings, days, incremental: bool) -> bool:
     return any(sum(f.size for f in list_day(settings.landing, day, settings.layout).files) > limit for day in days)
 
 
-def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
+def _catalog_current(instance, context: Context, analytics: bool) -> bool:
     """Whether `message_catalog` was last materialized from this very catalog (same definitions,
     same derived schemas) into this warehouse, whose tables and suites (and with the analytics,
     the parsed dbt project) are still there, and whose code location's state was made from these
     catalog files (else the catalog run refreshes it)."""
+    from dagster import AssetKey
     from deltalake import DeltaTable
 
     from catalake.platform.config import SUITES_DIR
     from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.warehouse.message_tables import catalog_fingerprint
-    from dagster import AssetKey
 
+    settings = context.settings
     event = instance.get_latest_materialization_event(AssetKey("message_catalog"))
     if event is None or event.asset_materialization is None:
         return False
@@ -62,15 +62,14 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
     if stored is None or path is None or path.value != uris.join(settings.warehouse, CATALOG_TABLE):
         return False
     try:
-        tables = Context(settings).tables
+        tables = context.tables
     except CatalogError:
         return False
     from catalake.defs.catalog.state import changed_files, state_file, state_for
     from catalake.defs.names import DEFAULT
-    from catalake.resources import Configured
 
     suites = settings.local / SUITES_DIR
-    configured = Configured.from_settings(settings)
+    configured = context.configured
     state = state_for(state_file(configured, DEFAULT), configured, DEFAULT)
     if state is None or changed_files(state, configured):
         return False
@@ -87,14 +86,14 @@ def _catalog_current(instance, settings: Settings, analytics: bool) -> bool:
             and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
 
 
-def _not_partitions(settings: Settings, days) -> str | None:
+def _not_partitions(context: Context, days) -> str | None:
     """One line naming the days that are not partitions of the daily partitions, or None."""
-    from catalake.defs.catalog.state import read_state, start_date, state_file
-    from catalake.defs.names import DEFAULT
-    from catalake.resources import Configured
     from dagster import DailyPartitionsDefinition
 
-    configured = Configured.from_settings(settings)
+    from catalake.defs.catalog.state import read_state, start_date, state_file
+    from catalake.defs.names import DEFAULT
+
+    configured = context.configured
     first = start_date(configured, read_state(state_file(configured, DEFAULT)))
     keys = DailyPartitionsDefinition(start_date=first).get_partition_keys()
     outside = [d.isoformat() for d in days if d.isoformat() not in set(keys)]
@@ -105,7 +104,7 @@ def _not_partitions(settings: Settings, days) -> str | None:
             f"days from CATALAKE_START_DATE (else the landing's first day) that have ended: {span}")
 
 
-def run(args) -> int:
+def run(args, context: Context) -> int:
     """Materialize the catalog, then per range of days a classification run and a dbt build run
     (recorded in DAGSTER_HOME when set)."""
     from catalake.platform.landing.listing import check_root
@@ -113,17 +112,17 @@ def run(args) -> int:
     from .launching import launcher
 
     days = usage.days(args)
-    settings = Settings.from_env()
+    settings = context.settings
     check_root(settings.landing)  # an unreachable landing fails here, in one line
-    check_catalog(settings)
-    outside = _not_partitions(settings, days)
+    check_catalog(context)
+    outside = _not_partitions(context, days)
     if outside:
         print(outside, file=sys.stderr)
         return 2
     if _needs_spark(settings, days, args.incremental):
-        _start_spark(settings)
-    with launcher(settings, location=not args.no_analytics) as (runs, instance):
-        return _run_days(args, settings, runs, instance, days)
+        _start_spark(context)
+    with launcher(context, code_location=not args.no_analytics) as (runs, instance):
+        return _run_days(args, context, runs, instance, days)
 
 
 def ranges(days: list, incremental: bool) -> list[list]:
@@ -135,15 +134,14 @@ def ranges(days: list, incremental: bool) -> list[list]:
     return [days[i:i + size] for i in range(0, len(days), size)]
 
 
-def _run_days(args, settings: Settings, launcher, instance, days) -> int:
+def _run_days(args, context: Context, launcher, instance, days) -> int:
+    """The catalog's run (unless it is current), then a run per range of days; exit status 1
+    when any run failed."""
     import time
-
-    from catalake.defs.events.assets import INCREMENTAL_TAG
-    from catalake.defs.events.jobs import DAILY_SELECTION
 
     cli_tags = command_tags("catalake run")
     catalog_seconds = 0.0
-    if _catalog_current(instance, settings, analytics=not args.no_analytics):
+    if _catalog_current(instance, context, analytics=not args.no_analytics):
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
         clock = time.perf_counter()
@@ -155,35 +153,45 @@ def _run_days(args, settings: Settings, launcher, instance, days) -> int:
         catalog_seconds = round(time.perf_counter() - clock, 3)
     status = 0
     for span in ranges(days, args.incremental):
-        first, last = span[0].isoformat(), span[-1].isoformat()
-        run = launcher.run("events_job", first, last=last, asset_selection=DAILY_SELECTION,
-                           tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
-        results, spark = {}, {}
-        for event in run.get_asset_materialization_events():
-            materialization = event.event_specific_data.materialization
-            # each day's own (a range's output, what the range read in all, has no `result`)
-            if materialization.asset_key.to_user_string() == "deadletter" and "result" in materialization.metadata:
-                result = dict(materialization.metadata["result"].value)
-                result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
-                results[materialization.partition] = result
-                spark = {k: materialization.metadata[k].value for k in ("spark_application", "spark_ui")
-                         if k in materialization.metadata}
-                catalog_seconds = 0.0  # counted with the first day only
-        shown = first if first == last else f"{first} to {last}"
-        if not run.success or len(results) < len(span):
-            print(f"{shown}: run {run.run_id} failed: {failure(run)}", file=sys.stderr)
+        status |= _run_range(args, context, launcher, span, cli_tags, catalog_seconds)
+        catalog_seconds = 0.0  # counted with the first day only
+    return status
+
+
+def _run_range(args, context: Context, launcher, span: list, cli_tags: dict, catalog_seconds: float) -> int:
+    """One run of `events_job` over the days of `span` (and its dbt build), each day reported."""
+    from catalake.defs.events.assets import INCREMENTAL_TAG
+    from catalake.defs.events.jobs import DAILY_SELECTION
+
+    first, last = span[0].isoformat(), span[-1].isoformat()
+    run = launcher.run("events_job", first, last=last, asset_selection=DAILY_SELECTION,
+                       tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
+    results, spark = {}, {}
+    for event in run.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        # each day's own (a range's output, what the range read in all, has no `result`)
+        if materialization.asset_key.to_user_string() == "deadletter" and "result" in materialization.metadata:
+            result = dict(materialization.metadata["result"].value)
+            result["seconds"] = {**materialization.metadata["seconds"].value, "catalog_job": catalog_seconds}
+            results[materialization.partition] = result
+            spark = {k: materialization.metadata[k].value for k in ("spark_application", "spark_ui")
+                     if k in materialization.metadata}
+            catalog_seconds = 0.0
+    shown = first if first == last else f"{first} to {last}"
+    if not run.success or len(results) < len(span):
+        print(f"{shown}: run {run.run_id} failed: {failure(run)}", file=sys.stderr)
+        return 1
+    status = 0
+    if not args.no_analytics:
+        analytics = launcher.run("analytics_job", first, last=last, tags=cli_tags)
+        if not analytics.success:
+            print(f"{shown}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
             status = 1
-            continue
-        if not args.no_analytics:
-            analytics = launcher.run("analytics_job", first, last=last, tags=cli_tags)
-            if not analytics.success:
-                print(f"{shown}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
-                status = 1
-        for day in span:
-            _report(args, settings, day, results[day.isoformat()], run.run_id)
-        if spark and not args.json:
-            print(f"{shown}: Spark application {spark.get('spark_application')}, Spark UI "
-                  f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
+    for day in span:
+        _report(args, context.settings, day, results[day.isoformat()], run.run_id)
+    if spark and not args.json:
+        print(f"{shown}: Spark application {spark.get('spark_application')}, Spark UI "
+              f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
     return status
 
 

@@ -7,19 +7,18 @@ import sys
 
 from catalake.display import text_table
 from catalake.platform import uris
-from catalake.platform.config import Settings
 
 from .context import Context
 from .usage import UsageError
 
 
-def tables(args) -> int:
+def tables(args, context: Context) -> int:
     """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars)."""
     from deltalake import DeltaTable
 
     from catalake.platform.warehouse.queries import warehouse_tables
 
-    warehouse = Settings.from_env().warehouse
+    warehouse = context.settings.warehouse
     tables = warehouse_tables(warehouse)
     if not tables:
         print(f"no Delta tables under {warehouse} (run `catalake run` first)", file=sys.stderr)
@@ -31,17 +30,16 @@ def tables(args) -> int:
     return 0
 
 
-def sql(args) -> int:
+def sql(args, context: Context) -> int:
     """A SQL query over the warehouse tables, printed as a table: DuckDB over the tables' Arrow
     datasets (no JVM, about a second), or Spark SQL with `--engine spark`."""
-    settings = Settings.from_env()
     if args.engine == "duckdb":
         import duckdb
 
         from catalake.platform.warehouse.queries import duckdb_sql
 
         try:
-            columns, rows = duckdb_sql(settings.warehouse, args.query, args.limit)
+            columns, rows = duckdb_sql(context.settings.warehouse, args.query, args.limit)
         except duckdb.Error as exc:
             raise UsageError(f"sql: {str(exc).strip().splitlines()[0]}") from None
     else:
@@ -49,7 +47,6 @@ def sql(args) -> int:
 
         from catalake.platform.warehouse.queries import sql
 
-        context = Context(settings, "catalake-sql")
         try:
             frame = sql(context.spark, context.store, args.query)
             columns, rows = frame.columns, frame.limit(args.limit).collect()
@@ -59,14 +56,12 @@ def sql(args) -> int:
     return 0
 
 
-def dbt_project(args) -> int:
+def dbt_project(args, context: Context) -> int:
     """Prepare the configured catalog's dbt project (what the analytics assets run) and print
     where it is, e.g. to run dbt by hand there."""
     from catalake.defs.analytics.dbt_assets import dbt_project
     from catalake.defs.catalog.messages import catalog_at_load
-    from catalake.resources import Configured
 
-    configured = Configured.from_settings(Settings.from_env())
-    tables = catalog_at_load(configured.catalog_source).tables  # none while the catalog is invalid
-    print(dbt_project(configured.warehouse, tables).project_dir)
+    tables = catalog_at_load(context.configured.catalog_source).tables  # none while the catalog is invalid
+    print(dbt_project(context.configured.warehouse, tables).project_dir)
     return 0

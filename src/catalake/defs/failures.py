@@ -1,7 +1,8 @@
 """The error boundary of a Dagster step: an error a person can fix (`CatalakeError`, see
-platform/errors.py) fails the step with its message as the `Failure`'s description, as
-`catalake` prints it on the command line, and without retries (the same input fails the same
-way); any other exception is a bug, and Dagster shows its traceback."""
+platform/errors.py) fails the step with the text `catalake` prints for it on the command line
+(`error_text`) as the `Failure`'s description, what the UI shows beside it as metadata (every
+problem of an invalid catalog, every refused table change), and without retries (the same input
+fails the same way); any other exception is a bug, and Dagster shows its traceback."""
 
 from __future__ import annotations
 
@@ -9,15 +10,33 @@ import functools
 import inspect
 from typing import Callable, TypeVar
 
-from catalake.platform import uris
-from catalake.platform.errors import CatalakeError
-from dagster import Failure
+from dagster import Failure, MetadataValue
+
+from catalake.display import markdown_table
+from catalake.platform.errors import CatalakeError, CatalogError, EvolutionError
+from catalake.platform.errortext import error_text
 
 F = TypeVar("F", bound=Callable)
 
 
+def problems_markdown(problems) -> str:
+    """Catalog problems (or warnings) as a table: file, pointer, rule, problem."""
+    rows = [[p.file, p.pointer or "(document)", p.rule, p.message] for p in problems]
+    return markdown_table(["file", "pointer", "rule", "problem"], rows)
+
+
+def failure_metadata(exc: CatalakeError) -> dict:
+    """What the UI shows beside the error's text: the problems of an invalid catalog as a table, the
+    refused changes of a table's schema one a line."""
+    if isinstance(exc, CatalogError):
+        return {"problems": MetadataValue.md(problems_markdown(exc.problems))}
+    if isinstance(exc, EvolutionError):
+        return {"problems": MetadataValue.md("\n".join(f"- {r}" for r in exc.refusals))}
+    return {}
+
+
 def as_failure(exc: CatalakeError) -> Failure:
-    return Failure(description=uris.redact(str(exc)), allow_retries=False)
+    return Failure(description=error_text(exc), metadata=failure_metadata(exc), allow_retries=False)
 
 
 def failing_plainly(step: F) -> F:

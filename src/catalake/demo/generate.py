@@ -91,31 +91,8 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
     files: dict[str, list] = {"rides-http.jsonl": [], "rides-kafka.jsonl": [], "docks-mqtt.jsonl.gz": [], "battery-batch.json": []}
     offset = day.toordinal() * 1000
     for i in range(rides):
-        city = rng.choice(sorted(CITIES))
-        station, end_station = rng.choice(CITIES[city]), rng.choice(CITIES[city])
-        ride_id = ride_id_of(day, i, rides)
-        bike_id = f"B-{rng.randint(1000, 9999)}"
-        t0 = start + dt.timedelta(minutes=rng.randint(0, 900))
-        t1 = t0 + dt.timedelta(minutes=rng.randint(3, 55))
-        electric = rng.random() < 0.4
-        started = _ce(
-            rng, "bikeshare.rides.RideStarted", SOURCE.format(city=city, station=station), f"rides/{ride_id}", t0,
-            {"ride_id": ride_id, "bike_id": bike_id, "station_id": station,
-             "rider_id": str(uuid.UUID(int=rng.getrandbits(128))), "started_at": t0.isoformat(),
-             "bike_type": "electric" if electric else "classic", **({"battery_pct": rng.randint(25, 100)} if electric else {})},
-        )
-        fare = round(1.0 + (t1 - t0).seconds / 60 * 0.15, 2)
-        ended = _ce(
-            rng, "bikeshare.rides.RideEnded", SOURCE.format(city=city, station=end_station), f"rides/{ride_id}", t1,
-            {"ride_id": ride_id, "bike_id": bike_id, "station_id": end_station, "ended_at": t1.isoformat(),
-             "distance_m": rng.randint(300, 9000), "fare": {"amount": fare, "currency": "EUR"}},
-        )
-        paid = _ce(
-            rng, "bikeshare.payments.PaymentCaptured", "https://billing.bikeshare.example/payments", f"rides/{ride_id}",
-            t1 + dt.timedelta(seconds=30),
-            {"payment_id": f"P-{rng.getrandbits(32):08x}", "ride_id": ride_id, "amount": fare, "currency": "EUR",
-             "method": rng.choice(["card", "wallet", "subscription"])},
-        )
+        city, ride_id = rng.choice(sorted(CITIES)), ride_id_of(day, i, rides)
+        started, ended, paid = _ride(rng, start, city, ride_id)
         if i % 2 == 0:  # half the rides arrive through Kafka, half through the HTTP collector
             key = f"{city}/{ride_id}"
             files["rides-kafka.jsonl"] += [_kcat("rides", i % 3, offset + 2 * i, key, started),
@@ -125,34 +102,73 @@ def day_records(day: dt.date, rides: int, seed: int = 7) -> dict[str, list]:
         files["rides-http.jsonl"].append(paid)
     for city, stations in sorted(CITIES.items()):
         for station in stations:
-            for hour in (8, 12, 18):
-                t = start.replace(hour=hour) + dt.timedelta(minutes=rng.randint(0, 9))
-                status = _ce(
-                    rng, "bikeshare.docks.DockStatus", SOURCE.format(city=city, station=station), None, t,
-                    {"station_id": station, "docks_free": rng.randint(0, 20), "bikes_available": rng.randint(0, 20),
-                     "ebikes_available": rng.randint(0, 6), "reported_at": int(t.timestamp() * 1000),
-                     "state": rng.choice(["OPEN", "OPEN", "OPEN", "MAINTENANCE"])},
-                    firmware="4.2.1",
-                )
-                files["docks-mqtt.jsonl.gz"].append(_mqtt(f"bikeshare/{city}/stations/{station}/status", status, True))
-            bike = f"B-{rng.randint(1000, 9999)}"
-            low = _ce(
-                rng, "bikeshare.docks.BatteryLow", SOURCE.format(city=city, station=station), f"bikes/{bike}",
-                start.replace(hour=20),
-                {"bike_id": bike, "station_id": station, "battery_pct": rng.randint(3, 19), "threshold_pct": 20},
-            )
+            statuses, low = _station(rng, start, city, station)
+            files["docks-mqtt.jsonl.gz"] += statuses
             files["battery-batch.json"].append(low)
-    # Records that must end in the dead-letter table, each for its own reason.
-    files["rides-http.jsonl"].append('{"specversion": "1.0", "id": "broken-1", "type": ')
-    files["rides-http.jsonl"].append(
-        _ce(rng, "bikeshare.rides.RideTeleported", SOURCE.format(city="lyon", station="LYS-010"), None, start, {"ride_id": "R-000000"})
+    files["rides-http.jsonl"] += _dead_letters(rng, start)
+    return files
+
+
+def _ride(rng: random.Random, start: dt.datetime, city: str, ride_id: str) -> tuple[str, str, str]:
+    """A ride's three events: started, ended, and its payment captured."""
+    station, end_station = rng.choice(CITIES[city]), rng.choice(CITIES[city])
+    bike_id = f"B-{rng.randint(1000, 9999)}"
+    t0 = start + dt.timedelta(minutes=rng.randint(0, 900))
+    t1 = t0 + dt.timedelta(minutes=rng.randint(3, 55))
+    electric = rng.random() < 0.4
+    started = _ce(
+        rng, "bikeshare.rides.RideStarted", SOURCE.format(city=city, station=station), f"rides/{ride_id}", t0,
+        {"ride_id": ride_id, "bike_id": bike_id, "station_id": station,
+         "rider_id": str(uuid.UUID(int=rng.getrandbits(128))), "started_at": t0.isoformat(),
+         "bike_type": "electric" if electric else "classic", **({"battery_pct": rng.randint(25, 100)} if electric else {})},
     )
-    files["rides-http.jsonl"].append(
+    fare = round(1.0 + (t1 - t0).seconds / 60 * 0.15, 2)
+    ended = _ce(
+        rng, "bikeshare.rides.RideEnded", SOURCE.format(city=city, station=end_station), f"rides/{ride_id}", t1,
+        {"ride_id": ride_id, "bike_id": bike_id, "station_id": end_station, "ended_at": t1.isoformat(),
+         "distance_m": rng.randint(300, 9000), "fare": {"amount": fare, "currency": "EUR"}},
+    )
+    paid = _ce(
+        rng, "bikeshare.payments.PaymentCaptured", "https://billing.bikeshare.example/payments", f"rides/{ride_id}",
+        t1 + dt.timedelta(seconds=30),
+        {"payment_id": f"P-{rng.getrandbits(32):08x}", "ride_id": ride_id, "amount": fare, "currency": "EUR",
+         "method": rng.choice(["card", "wallet", "subscription"])},
+    )
+    return started, ended, paid
+
+
+def _station(rng: random.Random, start: dt.datetime, city: str, station: str) -> tuple[list, str]:
+    """A station's day: its dock status at three hours (MQTT), and one bike's low battery."""
+    statuses = []
+    for hour in (8, 12, 18):
+        t = start.replace(hour=hour) + dt.timedelta(minutes=rng.randint(0, 9))
+        status = _ce(
+            rng, "bikeshare.docks.DockStatus", SOURCE.format(city=city, station=station), None, t,
+            {"station_id": station, "docks_free": rng.randint(0, 20), "bikes_available": rng.randint(0, 20),
+             "ebikes_available": rng.randint(0, 6), "reported_at": int(t.timestamp() * 1000),
+             "state": rng.choice(["OPEN", "OPEN", "OPEN", "MAINTENANCE"])},
+            firmware="4.2.1",
+        )
+        statuses.append(_mqtt(f"bikeshare/{city}/stations/{station}/status", status, True))
+    bike = f"B-{rng.randint(1000, 9999)}"
+    low = _ce(
+        rng, "bikeshare.docks.BatteryLow", SOURCE.format(city=city, station=station), f"bikes/{bike}",
+        start.replace(hour=20),
+        {"bike_id": bike, "station_id": station, "battery_pct": rng.randint(3, 19), "threshold_pct": 20},
+    )
+    return statuses, low
+
+
+def _dead_letters(rng: random.Random, start: dt.datetime) -> list[str]:
+    """Records that must end in the dead-letter table, each for its own reason."""
+    return [
+        '{"specversion": "1.0", "id": "broken-1", "type": ',
+        _ce(rng, "bikeshare.rides.RideTeleported", SOURCE.format(city="lyon", station="LYS-010"), None, start,
+            {"ride_id": "R-000000"}),
         _ce(rng, "bikeshare.rides.RideEnded", SOURCE.format(city="lyon", station="LYS-011"), "rides/R-999999", start,
             {"ride_id": "R-999999", "bike_id": "B-0001", "station_id": "LYS-011", "ended_at": start.isoformat(),
-             "distance_m": -5, "fare": {"amount": 1.0, "currency": "EUR"}})
-    )
-    return files
+             "distance_m": -5, "fare": {"amount": 1.0, "currency": "EUR"}}),
+    ]
 
 
 def write_day(root: Path, day: dt.date, rides: int, kafka_parquet: bool = False) -> int:

@@ -12,11 +12,11 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import layouts, uris
+from . import defaults, layouts, uris
 from .errors import SettingsError
 
 DEMO_DIR = Path(str(resources.files("catalake") / "demo"))
-# GX data docs site inside the warehouse (referee.py builds it)
+# GX data docs site inside the warehouse (quality/validator.py builds it)
 DOCS_INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
 SUITES_DIR = "expectations"  # expectation suite files inside the warehouse
 GX_SUITES = Path("gx") / "expectations"  # the GX context's suite store
@@ -26,7 +26,7 @@ DELTA_BACKENDS = ("auto", "delta-spark", "delta-rs")  # CATALAKE_DELTA_BACKEND
 DBT_TEMPLATE = Path(str(resources.files("catalake") / "dbt_project"))  # CATALAKE_DBT_PROJECT
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|sc|k8s|mesos)://\S+|yarn")
-LEASE_VARIABLE, LEASE_SECONDS = "CATALAKE_RUN_LEASE_SECONDS", 120  # runs/liveness.py
+LEASE_VARIABLE = "CATALAKE_RUN_LEASE_SECONDS"  # runs/liveness.py
 # the days a backfill's run takes together (one Spark job, one commit per table, one dbt build;
 # BackfillPolicy.multi_run of the classification, the dbt models and the data docs, and
 # `catalake run --from --to`), a quarter: each run costs about 25 s besides its records (two Dagster
@@ -133,100 +133,36 @@ def spark_master(env: dict[str, str], name: str, default: str) -> str:
 def run_lease_seconds(env: dict[str, str] | None = None) -> int:
     """How long a run on another host may go without a heartbeat (runs/liveness.py): read from
     the environment by any process, the daemon's run launcher too, which has no Settings."""
-    return whole_number(dict(os.environ if env is None else env), LEASE_VARIABLE, LEASE_SECONDS)
+    return whole_number(dict(os.environ if env is None else env), LEASE_VARIABLE, defaults.RUN_LEASE_SECONDS)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything configurable, with the bundled demo as the default.
+    """Everything configurable, with the bundled demo as the default: each field is a `CATALAKE_*`
+    variable (the README's Configuration table says what each does), its default in `defaults`."""
 
-    CATALAKE_CATALOG    catalog/registry files or directories, separated by ':' (os.pathsep)
-    CATALAKE_LANDING    landing root with daily partition folders: a local folder or a URI
-                        (s3://bucket/prefix, gs://..., file://...)
-    CATALAKE_LANDING_LAYOUT  where a day's files are below the root: 'day' (default:
-                        YYYY-MM-DD/ or dt=YYYY-MM-DD/), 'hive' (year=/month=/day=), 'dated'
-                        (YYYY/MM/DD), 'capture' (Event Hubs Capture), 'connect' (Kafka Connect
-                        topics/<topic>/...) or a template such as '{source}/{yyyy}/{mm}/{dd}'
-    CATALAKE_WAREHOUSE  where Delta tables are written: a local folder or a URI
-    CATALAKE_LOCAL_DIR  where the files a person opens are kept (GX context and data docs,
-                        expectation suites, the dbt project, analytics.duckdb, drift proposals):
-                        the warehouse itself when it is a local folder, else ./.catalake
-    CATALAKE_STORAGE_OPTIONS  delta-rs storage options as a JSON object, for what the store's
-                        own environment (AWS_*, GOOGLE_*, AZURE_*) cannot say
-    CATALAKE_SPARK_MASTER  'local[*]' by default; a 'sc://' URL means Spark Connect
-    CATALAKE_SPARK_CONF    Spark settings as 'key=value' pairs separated by spaces,
-                           e.g. 'spark.driver.memory=4g spark.sql.shuffle.partitions=8'
-    CATALAKE_DELTA_BACKEND 'auto' (default), 'delta-spark' or 'delta-rs'
-    CATALAKE_START_DATE    first daily partition (YYYY-MM-DD); default: the landing zone's
-                           first day folder (2026-11-01 when it has none)
-    CATALAKE_SCHEMA_ROOTS  folders data schema files may be read from, separated by ':'
-                           (default: the catalog's own folders; nothing else is ever read)
-    CATALAKE_DBT_DIR       where the catalog's dbt project is prepared, with dbt's target/ and
-                           logs (default: <warehouse>/dbt)
-    CATALAKE_DBT_PROJECT   the dbt project the catalog's is prepared from (default: the bundled
-                           one, catalake/dbt_project)
-    CATALAKE_RECORD_EMPTY  '1' (default): a partition run records a 0-row materialization for
-                           every table the day does not feed, so Dagster shows the day as
-                           processed; '0' skips them (Dagster stores each event: about 13 ms
-                           a table, 13 s a day for 1,000 unfed tables; benchmarks/RESULTS.md)
-    CATALAKE_ENGINE        'spark' (default): full runs, backfills and replays are Spark jobs;
-                           'local': every run is classified by local Python processes and Spark
-                           is never started (a machine without Java, or a quick look)
-    CATALAKE_BATCH_PATH    'true' (default): ordinary records (structured events of a table whose
-                           schema compiles) are decided a batch at a time by the table's compiled
-                           decoder, the rest one by one (runs/bulk.py); 'false': every record one
-                           by one, with the same rows and dead letters (to compare, or to rule
-                           the compiled path out)
-    CATALAKE_LOCAL_TASK_BYTES  an increment of at most this many new landed bytes (default
-                           8 MiB) is classified by local Python processes rather than a Spark
-                           job, when Spark runs on this machine (a local master, or Spark
-                           Connect on the loopback): the same tasks and files, without a Spark
-                           job's latency (the freshness path); 0 sends every increment through Spark
-    CATALAKE_TARGET_FILE_BYTES  the size of a table's Parquet files (default 128 MiB): a full run
-                           writes at most ceil(bytes / this) files per table and day, and
-                           compaction merges a partition's files back to that bound
-    CATALAKE_COMPACT_FILES  a day's partition of a table is compacted once it holds more than
-                           this many files (default 32: increments leave one or two a run); a
-                           closed day is compacted whatever its count (`catalake maintain`)
-    CATALAKE_RETENTION_HOURS  how long files a commit removed stay for time travel, and files no
-                           commit took are kept, before a vacuum deletes them (default 168: Delta's
-                           7 days)
-    CATALAKE_INCREMENT_SECONDS  how often the landing sensor looks for new files and requests
-                           increments (default 30): at thousands of tables an increment costs
-                           more than 30 s (docs/capacity.md sizes it)
-    CATALAKE_COMMIT_THREADS  table commits a run makes at once (default 8): on object storage a
-                           commit waits on about 24 requests (docs/capacity.md), so more threads
-                           shorten an increment over thousands of tables; on local disk the
-                           commits are CPU-bound and 8 is plenty on two cores
-    CATALAKE_RUN_LEASE_SECONDS  how long a run on another host may go without a heartbeat before
-                           it is taken for dead and marked failed (default 120; runs/liveness.py)
-    CATALAKE_OWNERS        owners of the message tables Dagster shows, separated by commas:
-                           e-mail addresses or 'team:<name>' (a group's or message's own
-                           `labels.owner` comes first)
-    """
-
-    catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))
-    landing: str = str(DEMO_DIR / "landing")
-    layout: str = "day"
-    warehouse: str = "warehouse"
-    spark_master: str = "local[*]"
-    spark_conf: tuple[tuple[str, str], ...] = ()
-    delta_backend: str = "auto"
-    schema_roots: tuple[Path, ...] = ()
+    catalog: tuple[Path, ...] = field(default_factory=lambda: (DEMO_DIR / "catalog",))  # CATALAKE_CATALOG
+    landing: str = str(DEMO_DIR / "landing")  # CATALAKE_LANDING
+    layout: str = defaults.LAYOUT  # CATALAKE_LANDING_LAYOUT
+    warehouse: str = defaults.WAREHOUSE  # CATALAKE_WAREHOUSE
+    spark_master: str = defaults.SPARK_MASTER  # CATALAKE_SPARK_MASTER
+    spark_conf: tuple[tuple[str, str], ...] = ()  # CATALAKE_SPARK_CONF
+    delta_backend: str = defaults.DELTA_BACKEND  # CATALAKE_DELTA_BACKEND
+    schema_roots: tuple[Path, ...] = ()  # CATALAKE_SCHEMA_ROOTS; else the catalog's folders
     start_date: str | None = None  # CATALAKE_START_DATE; else the landing's first day (landing.listing.start_date)
-    dbt: Path | None = None
-    dbt_template: Path = DBT_TEMPLATE
-    record_empty: bool = True
-    local_dir: Path | None = None
-    engine: str = "spark"
-    local_task_bytes: int = 8 << 20
-    batch_path: bool = True
-    owners: tuple[str, ...] = ()
-    target_file_bytes: int = 128 << 20
-    compact_files: int = 32
-    retention_hours: float = 168.0
-    commit_threads: int = 8
-    increment_seconds: int = 30
+    dbt: Path | None = None  # CATALAKE_DBT_DIR
+    dbt_template: Path = DBT_TEMPLATE  # CATALAKE_DBT_PROJECT
+    record_empty: bool = defaults.RECORD_EMPTY  # CATALAKE_RECORD_EMPTY
+    local_dir: Path | None = None  # CATALAKE_LOCAL_DIR
+    engine: str = defaults.ENGINE  # CATALAKE_ENGINE
+    local_task_bytes: int = defaults.LOCAL_TASK_BYTES  # CATALAKE_LOCAL_TASK_BYTES
+    compiled_path: bool = defaults.COMPILED_PATH  # CATALAKE_COMPILED_PATH
+    owners: tuple[str, ...] = ()  # CATALAKE_OWNERS
+    target_file_bytes: int = defaults.TARGET_FILE_BYTES  # CATALAKE_TARGET_FILE_BYTES
+    compact_files: int = defaults.COMPACT_FILES  # CATALAKE_COMPACT_FILES
+    retention_hours: float = defaults.RETENTION_HOURS  # CATALAKE_RETENTION_HOURS
+    commit_threads: int = defaults.COMMIT_THREADS  # CATALAKE_COMMIT_THREADS
+    increment_seconds: int = defaults.INCREMENT_SECONDS  # CATALAKE_INCREMENT_SECONDS
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
@@ -278,7 +214,7 @@ class Settings:
             local_dir=folder(env, "CATALAKE_LOCAL_DIR"),
             engine=choice(env, "CATALAKE_ENGINE", default.engine, ENGINES),
             local_task_bytes=whole_number(env, "CATALAKE_LOCAL_TASK_BYTES", default.local_task_bytes, least=0),
-            batch_path=switch(env, "CATALAKE_BATCH_PATH", default.batch_path),
+            compiled_path=switch(env, "CATALAKE_COMPILED_PATH", default.compiled_path),
             owners=tuple(o.strip() for o in env.get("CATALAKE_OWNERS", "").split(",") if o.strip()),
             target_file_bytes=whole_number(env, "CATALAKE_TARGET_FILE_BYTES", default.target_file_bytes),
             compact_files=whole_number(env, "CATALAKE_COMPACT_FILES", default.compact_files),

@@ -1,33 +1,20 @@
-"""Every error catalake raises on purpose, all under `CatalakeError`, and the problems found in
-catalog and schema documents: each names the file, the JSON pointer and the rule.
+"""Every error catalake raises on purpose, all under `CatalakeError` (classes only: the problems a
+`CatalogError` lists are in problems.py, the text a person is told of an error in errortext.py).
 
 An error a person can cause (a setting, the catalog, the landing zone, storage, a data schema, a
 command's arguments) is one of these: the command line prints its message as one line and exits 2
 (`catalake.cli.main`), and a Dagster step raises it as a `Failure` with the same line
-(`catalake.defs.failures`). Anything else is a bug, and keeps its traceback."""
+(`catalake.defs.failures`), both from `errortext.error_text`. Anything else is a bug, and keeps
+its traceback."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .problems import Problem
 
 
 class CatalakeError(Exception):
     """The base of every error catalake raises on purpose: its message says what is wrong and where
     (a file, a JSON pointer or line, a setting) and the rule it breaks."""
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    file: str
-    pointer: str  # JSON pointer into the original document ("" = the whole document), or "line N, column M"
-    rule: str
-    message: str
-    severity: str = "error"  # "warning": reported, but the catalog still loads
-
-    def __str__(self) -> str:
-        where = f"{self.file}#{self.pointer}" if not self.pointer.startswith("line ") else f"{self.file}:{self.pointer}"
-        tag = "" if self.severity == "error" else f"{self.severity}: "
-        return f"{where}: {tag}[{self.rule}] {self.message}"
 
 
 class CatalogError(CatalakeError, ValueError):
@@ -117,6 +104,15 @@ class EvolutionError(CatalakeError, ValueError):
         super().__init__("\n".join(str(r) for r in refusals))
 
 
+class ExpectationsBroken(CatalakeError):
+    """Stored rows that break an ERROR expectation of their table's suite (GX's own checkpoint on a
+    stored partition, `validate_job`): the data or the catalog to fix, not a bug; `tables` names them."""
+
+    def __init__(self, tables: list[str]):
+        self.tables = sorted(tables)
+        super().__init__(f"stored rows break ERROR expectations in {', '.join(self.tables)}")
+
+
 # What a record's classification decides rather than what a person must fix: each becomes the
 # record's dead-letter row, never a failed command.
 
@@ -137,21 +133,3 @@ class PatternTimeout(CatalakeError):
         field = f"{where}: " if where else ""
         super().__init__(f"{field}a value of {length} character(s) took over {budget} s to match the pattern "
                          f"{pattern!r}, which backtracks ({construct}); it was not evaluated")
-
-
-def escape(token: str) -> str:
-    """One JSON pointer reference token (RFC 6901)."""
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
-def pointer(*tokens) -> str:
-    return "".join("/" + escape(t) for t in tokens)
-
-
-def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def split_pointer(ptr: str) -> list[str]:
-    ptr = ptr.lstrip("#")
-    return [unescape(t) for t in ptr.split("/")[1:]] if ptr else []

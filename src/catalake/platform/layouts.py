@@ -31,6 +31,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from .defaults import LAYOUT
 from .errors import LayoutError
 
 NAMED = {
@@ -94,7 +95,7 @@ class Layout:
 def parse(setting: str | None) -> Layout:
     """A layout from CATALAKE_LANDING_LAYOUT: a named layout or a template (module docstring);
     LayoutError naming the value and the rule it breaks."""
-    value = (setting or "day").strip()
+    value = (setting or LAYOUT).strip()
     template = NAMED.get(value, value).strip("/")
     if not template:
         raise LayoutError(f"CATALAKE_LANDING_LAYOUT {setting!r}: empty; use one of {', '.join(NAMED)} or a template")

@@ -9,6 +9,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from .defaults import SPARK_MASTER
+
 log = logging.getLogger(__name__)
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -32,7 +34,7 @@ def delta_jars_on_classpath(extra_jars: str = "") -> bool:
     return bool(jars)
 
 
-def build_session(master: str = "local[*]", app_name: str = "catalake", conf: dict | None = None) -> SparkSession:
+def build_session(master: str = SPARK_MASTER, app_name: str = "catalake", conf: dict | None = None) -> SparkSession:
     """Start (or reuse) a Spark session.
 
     `master` is a Spark master URL, or a `sc://` URL for Spark Connect.

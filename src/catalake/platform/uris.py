@@ -8,22 +8,22 @@ pyarrow and delta-rs both read, plus `CATALAKE_STORAGE_OPTIONS` for what the env
 say (a JSON object of delta-rs storage options, e.g. `{"aws_endpoint_url": "..."}`). They never
 appear in logs, metadata or errors: `redact` removes their values from any text shown.
 
-Executors read and write the same stores: the driver's storage environment travels with the
-task plan (`storage_environment`, `adopt`), so a cluster's workers need no credentials of their
-own unless they have them (theirs win).
+A root is read once where it enters (the settings, a run's landing) as a `Location`, and passed
+down: what acts on a root is its methods. Executors read and write the same stores: the driver's
+storage environment travels with every Location pickled for them (`storage_environment`,
+`adopt`), so a cluster's workers need no credentials of their own unless they have them (theirs
+win).
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -52,12 +52,15 @@ def normalize(raw: str | os.PathLike) -> str:
 @dataclass(frozen=True)
 class Location:
     """A root as catalake keeps it, derived once where it enters (the settings, a run's landing)
-    and passed down: its normalized URI, whether it is on object storage, and the pyarrow
-    filesystem with the path inside it. What is asked of it afterwards are its fields."""
+    and passed down: its normalized URI, whether it is on object storage, and the path inside
+    its pyarrow `filesystem`, which is opened when first asked, in the process that asks.
+
+    A Location travels to executors (pickled into a plan or a Spark job) as its URI with the
+    storage settings of the process that sends it: the receiving process adopts those it has
+    none of (`adopt`; its own win), and opens the filesystem there."""
 
     uri: str
     remote: bool
-    filesystem: pafs.FileSystem = field(repr=False, compare=False)
     path: str  # inside `filesystem`
 
     @classmethod
@@ -65,12 +68,53 @@ class Location:
         if isinstance(raw, Location):
             return raw
         uri = normalize(raw)
-        opened, path = filesystem(uri)
-        return cls(uri, is_remote(uri), opened, path)
+        if not is_remote(uri):
+            return cls(uri, False, uri)
+        parsed = urlparse(uri)
+        return cls(uri, True, (parsed.netloc + parsed.path).rstrip("/"))
+
+    @cached_property
+    def filesystem(self) -> pafs.FileSystem:
+        if not self.remote:
+            return pafs.LocalFileSystem()
+        environment = tuple(sorted(storage_environment().items()))
+        return _cached(urlparse(self.uri).scheme, json.dumps(storage_options(), sort_keys=True), environment)
+
+    def __reduce__(self):
+        return _arrived, (self.uri, self.remote, self.path, storage_environment() if self.remote else {})
+
+    def child(self, *parts: str) -> "Location":
+        """The location of `parts` below this one ('/' inside URIs, the OS separator on disk),
+        on the same filesystem."""
+        uri = join(self.uri, *parts)
+        below = Location(uri, self.remote, self.path + uri[len(self.uri):] if self.remote else uri)
+        if "filesystem" in self.__dict__:  # opened once for both
+            below.__dict__["filesystem"] = self.filesystem
+        return below
+
+    def relative(self, location: str) -> str:
+        """`location`, below this one, relative to it, '/'-separated."""
+        if self.remote:
+            return location[len(self.uri):].lstrip("/")
+        return os.path.relpath(location, self.uri).replace(os.sep, "/")
+
+    def as_uri(self) -> str:
+        """As a URI (`file://` for the local disk): what Dagster's `dagster/uri` shows."""
+        return self.uri if self.remote else Path(self.uri).as_uri()
+
+    def delta_options(self) -> dict[str, str] | None:
+        """The storage options a Delta table here is opened with (None on local disk)."""
+        return (storage_options() or None) if self.remote else None
+
+
+def _arrived(uri: str, remote: bool, path: str, environment: dict[str, str]) -> Location:
+    """A Location unpickled: the sender's storage settings adopted (see `Location`)."""
+    adopt(environment)
+    return Location(uri, remote, path)
 
 
 def openable(scheme: str) -> bool:
-    """A store scheme catalake can open: pyarrow's own, else one fsspec knows (see `filesystem`)."""
+    """A store scheme catalake can open: pyarrow's own, else one fsspec knows (see `_filesystem`)."""
     if scheme in NATIVE_SCHEMES:
         return True
     try:
@@ -102,14 +146,7 @@ def join(base: str, *parts: str) -> str:
 
 def as_uri(location: str) -> str:
     """A location as a URI (`file://` for the local disk): what Dagster's `dagster/uri` shows."""
-    return location if is_remote(location) else Path(os.path.abspath(location)).as_uri()
-
-
-def relative(base: str, location: str) -> str:
-    """`location` below `base`, '/'-separated."""
-    if is_remote(base):
-        return location[len(base.rstrip("/")):].lstrip("/")
-    return os.path.relpath(location, base).replace(os.sep, "/")
+    return Location.of(location).as_uri()
 
 
 def storage_options(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -128,7 +165,7 @@ def storage_options(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def delta_options(location: str) -> dict[str, str] | None:
     """The storage options a Delta table at `location` is opened with (None on local disk)."""
-    return (storage_options() or None) if is_remote(location) else None
+    return Location.of(location).delta_options()
 
 
 # pyarrow's S3 constructor arguments for delta-rs' option names (lower-cased, `aws_` optional)
@@ -136,16 +173,6 @@ _S3_ARGUMENTS = {
     "access_key_id": "access_key", "secret_access_key": "secret_key", "session_token": "session_token",
     "region": "region", "endpoint_url": "endpoint_override", "endpoint": "endpoint_override",
 }
-
-
-def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
-    """(pyarrow filesystem, path inside it) of a location."""
-    if not is_remote(location):
-        return pafs.LocalFileSystem(), normalize(location)
-    parsed = urlparse(location)
-    path = (parsed.netloc + parsed.path).rstrip("/")
-    environment = tuple(sorted(storage_environment().items()))
-    return _cached(parsed.scheme, json.dumps(storage_options(), sort_keys=True), environment), path
 
 
 @lru_cache(maxsize=16)
@@ -214,20 +241,3 @@ def describe(error: BaseException) -> str:
     """One line for an error of a store (first line, credentials removed)."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     return redact(lines[0] if lines else type(error).__name__)
-
-
-def files_state(paths: Iterable[str | Path]) -> tuple:
-    """What the local files under `paths` hold now: each file's path and a digest of its bytes
-    (not its modification time, which a rewrite within the same clock tick leaves as it was). How
-    a reader knows the catalog changed without parsing it (the catalog's cache in a process, the
-    code location's state against the disk)."""
-    state = []
-    for path in map(Path, paths):
-        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-            try:
-                state.append((str(f), hashlib.blake2b(f.read_bytes(), digest_size=16).digest()))
-            except IsADirectoryError:
-                continue
-            except OSError:
-                state.append((str(f), None))
-    return tuple(state)

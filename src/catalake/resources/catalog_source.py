@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from catalake.platform.config import catalog_roots
 from dagster import ConfigurableResource
+
+from catalake.platform.config import catalog_roots
 
 
 class CatalogSource(ConfigurableResource):

@@ -50,7 +50,7 @@ class Configured:
             landing=LandingZone(path=settings.landing, layout=settings.layout, start_date=settings.start_date,
                                 increment_seconds=settings.increment_seconds),
             spark=spark_resource(settings.spark_master, settings.spark_conf, settings.engine, settings.local_task_bytes,
-                                 settings.batch_path),
+                                 settings.compiled_path),
         )
 
     @property
@@ -66,9 +66,9 @@ class Configured:
 
 @lru_cache
 def spark_resource(master: str, conf: tuple[tuple[str, str], ...], engine: str, local_task_bytes: int,
-                   batch_path: bool = True) -> SparkSessionResource:
+                   compiled_path: bool) -> SparkSessionResource:
     """One resource object per Spark setting: every instance of a project shares it (Dagster
     merges definitions whose resources under one key are the same object; a process has one
     Spark session anyway)."""
     return SparkSessionResource(master=master, conf=dict(conf), engine=engine, local_task_bytes=local_task_bytes,
-                                batch_path=batch_path)
+                                compiled_path=compiled_path)

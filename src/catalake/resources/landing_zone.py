@@ -1,5 +1,6 @@
-from catalake.platform import uris
 from dagster import ConfigurableResource
+
+from catalake.platform import defaults, uris
 
 
 class LandingZone(ConfigurableResource):
@@ -7,9 +8,9 @@ class LandingZone(ConfigurableResource):
     the layout that says where each day's files are below it (see landing-zone.md, layouts.py)."""
 
     path: str
-    layout: str = "day"
+    layout: str = defaults.LAYOUT
     start_date: str | None = None  # CATALAKE_START_DATE; else the landing's first day
-    increment_seconds: int = 30  # CATALAKE_INCREMENT_SECONDS: how often the landing sensor looks
+    increment_seconds: int = defaults.INCREMENT_SECONDS  # CATALAKE_INCREMENT_SECONDS: how often the landing sensor looks
 
     @property
     def root(self) -> str:

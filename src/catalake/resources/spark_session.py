@@ -1,10 +1,11 @@
 
 from typing import Any
 
+from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 
+from catalake.platform import defaults
 from catalake.platform.config import local_bytes
-from dagster import ConfigurableResource
 
 
 class SparkSessionResource(ConfigurableResource):
@@ -14,11 +15,11 @@ class SparkSessionResource(ConfigurableResource):
     masters) and sets up the executors' Python and the Delta extension (when its jars exist).
     """
 
-    master: str = "local[*]"
+    master: str = defaults.SPARK_MASTER
     conf: dict[str, Any] = {}
-    engine: str = "spark"  # CATALAKE_ENGINE
-    local_task_bytes: int = 8 << 20  # CATALAKE_LOCAL_TASK_BYTES
-    batch_path: bool = True  # CATALAKE_BATCH_PATH: ordinary records decided a batch at a time
+    engine: str = defaults.ENGINE  # CATALAKE_ENGINE
+    local_task_bytes: int = defaults.LOCAL_TASK_BYTES  # CATALAKE_LOCAL_TASK_BYTES
+    compiled_path: bool = defaults.COMPILED_PATH  # CATALAKE_COMPILED_PATH: ordinary records decided a batch at a time
 
     _session: Any = PrivateAttr(default=None)  # a pyspark SparkSession: pyspark is imported when one starts
 

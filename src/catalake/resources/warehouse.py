@@ -1,7 +1,9 @@
 from pathlib import Path
 
-from catalake.platform.config import DBT_TEMPLATE, DOCS_INDEX, SUITES_DIR, local_folder
 from dagster import ConfigurableResource
+
+from catalake.platform import defaults
+from catalake.platform.config import DBT_TEMPLATE, DOCS_INDEX, SUITES_DIR, local_folder
 
 
 class Warehouse(ConfigurableResource):
@@ -12,13 +14,13 @@ class Warehouse(ConfigurableResource):
     each field is a `CATALAKE_*` setting)."""
 
     path: str
-    delta_backend: str = "auto"
+    delta_backend: str = defaults.DELTA_BACKEND
     local_path: str | None = None
-    commit_threads: int = 8  # CATALAKE_COMMIT_THREADS
-    target_file_bytes: int = 128 << 20  # CATALAKE_TARGET_FILE_BYTES
-    compact_files: int = 32  # CATALAKE_COMPACT_FILES
-    retention_hours: float = 168.0  # CATALAKE_RETENTION_HOURS
-    record_empty: bool = True  # CATALAKE_RECORD_EMPTY
+    commit_threads: int = defaults.COMMIT_THREADS  # CATALAKE_COMMIT_THREADS
+    target_file_bytes: int = defaults.TARGET_FILE_BYTES  # CATALAKE_TARGET_FILE_BYTES
+    compact_files: int = defaults.COMPACT_FILES  # CATALAKE_COMPACT_FILES
+    retention_hours: float = defaults.RETENTION_HOURS  # CATALAKE_RETENTION_HOURS
+    record_empty: bool = defaults.RECORD_EMPTY  # CATALAKE_RECORD_EMPTY
     dbt_path: str | None = None  # CATALAKE_DBT_DIR
     dbt_template: str = str(DBT_TEMPLATE)  # CATALAKE_DBT_PROJECT
 
@@ -57,7 +59,7 @@ class Warehouse(ConfigurableResource):
 
         Imported here: great_expectations takes seconds to import, which the code location
         should not pay when it loads."""
-        from catalake.platform.quality.referee import Validator
+        from catalake.platform.quality.validator import Validator
 
         return Validator(self.local)
 

@@ -14,12 +14,12 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from dagster import AssetExecutionContext, AssetKey, AssetSpec, BackfillPolicy, DailyPartitionsDefinition
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from dagster_dbt.core.dbt_event_iterator import DbtEventIterator
 
 from catalake.platform.config import DAYS_PER_RUN
 from catalake.resources import Warehouse
-from dagster import AssetExecutionContext, AssetKey, AssetSpec, BackfillPolicy, DailyPartitionsDefinition
 
 from ..names import DEFAULT, Names
 from .environment import dbt_environment, parsed_as_built, parsed_with

@@ -8,8 +8,9 @@ no dbt assets to build."""
 import json
 from pathlib import Path
 
-from catalake.resources import Warehouse
 from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
+
+from catalake.resources import Warehouse
 
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
@@ -31,8 +32,7 @@ def build_dbt_project_asset(names: Names = DEFAULT):
         `message_catalog` step of the same run): after the first materialization, or one that changed
         the sources, reload the code location to see the models as they are now (`dagster dev`
         prepares the project as it loads)."""
-        from .dbt_assets import dbt_project as prepare
-        from .dbt_assets import ensure_manifest
+        from .dbt_assets import dbt_project as prepare, ensure_manifest
 
         resources = names.resources(context)
         project = prepare(resources.warehouse, resources.catalog_source.tables())

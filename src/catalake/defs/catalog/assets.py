@@ -3,18 +3,11 @@
 The engine is imported by the step that runs, not here: a code location's load imports none of it."""
 
 
-from catalake.display import markdown_table
-from dagster import (
-    AssetExecutionContext,
-    AssetSelection,
-    Failure,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-    define_asset_job,
-)
+from dagster import AssetExecutionContext, AssetSelection, MaterializeResult, MetadataValue, asset, define_asset_job
 
-from ..failures import failing_plainly
+from catalake.display import markdown_table
+
+from ..failures import failing_plainly, problems_markdown
 from ..metadata import code_version, column_schema
 from ..names import DEFAULT, Names
 from .state import StateKeeper
@@ -37,20 +30,6 @@ fingerprint, so the UI marks exactly the tables a catalog change affects. It ref
 location's state when the catalog changed (the message specs, the landing zone's first day and,
 with the analytics, the dbt project's manifest: what every load reads; `state`).
 """
-
-
-def _problems_markdown(problems) -> str:
-    rows = [[p.file, p.pointer or "(document)", p.rule, p.message] for p in problems]
-    return markdown_table(["file", "pointer", "rule", "problem"], rows)
-
-
-def _fail(context: AssetExecutionContext, what: str, lines: list[str]) -> Failure:
-    for line in lines:
-        context.log.error(line)
-    return Failure(
-        description=f"{what}: {len(lines)} problem(s); no table was changed",
-        metadata={"problems": MetadataValue.md("\n".join(f"- {line}" for line in lines))},
-    )
 
 
 def _previous_fingerprints(context: AssetExecutionContext) -> dict[str, str]:
@@ -91,90 +70,105 @@ def build_catalog_asset(names: Names = DEFAULT, keeper: StateKeeper | None = Non
 
 
 def _materialize_catalog(context: AssetExecutionContext, names: Names, keeper: StateKeeper | None) -> MaterializeResult:
-    from catalake.display import catalog_rows
-    from catalake.platform.catalog import CatalogError
-    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA, write_catalog_table
-    from catalake.platform.warehouse.evolution import EvolutionError
-    from catalake.platform.warehouse.message_tables import (
-        catalog_fingerprint,
-        definition_changes,
-        message_tables,
-        sync_message_tables,
-        table_fingerprint,
-    )
-    from catalake.resources import Configured
-
-    from .messages import CatalogAtLoad
+    """The catalog checked and resolved, every message table created or evolved, the catalog
+    table written and the code location's state refreshed. An invalid catalog (CatalogError) or a
+    refused table change (EvolutionError) fails the step before any table changes, with every
+    problem (`failing_plainly`)."""
+    from catalake.platform.warehouse.catalog_table import write_catalog_table
+    from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 
     resources = names.resources(context)
     catalog_source, spark, warehouse = resources.catalog_source, resources.spark, resources.warehouse
-    try:
-        catalog = catalog_source.load()
-        tables, schema_warnings = message_tables(catalog, catalog_source.roots())
-    except CatalogError as exc:
-        context.log.error(str(exc))
-        raise Failure(
-            description=f"invalid message catalog: {len(exc.problems)} problem(s); no table was changed",
-            metadata={"problems": MetadataValue.md(_problems_markdown(exc.problems))},
-        ) from None
+    catalog = catalog_source.load()
+    tables, schema_warnings = message_tables(catalog, catalog_source.roots())
     for warning in catalog.warnings:
         context.log.warning(str(warning))
     for warning in schema_warnings:
         context.log.warning(f"payload kept as JSON text: {warning}")
     store = warehouse.store(spark)  # delta-rs writes need no Spark: not waited for
-    try:
-        synced = sync_message_tables(store, tables)
-    except EvolutionError as exc:
-        raise _fail(context, "refused table changes", [str(r) for r in exc.refusals]) from None
+    synced = sync_message_tables(store, tables)
     result = write_catalog_table(store, catalog)
-    fingerprint = catalog_fingerprint(tables)
-    state, refreshed = None, "not kept: these definitions were not built from a state"
-    if keeper is not None:
-        kept = Configured(warehouse, catalog_source, resources.landing, spark)  # what the next loads are built from
-        state, refreshed = keeper.refresh(context, kept, names, CatalogAtLoad(catalog, tables))
-        context.log.info(f"the code location's state: {refreshed}")
+    state, refreshed = _refresh_state(context, resources, keeper, catalog, tables)
+    return MaterializeResult(
+        metadata={
+            **_catalog_table_metadata(context, store, catalog, tables, result),
+            "state": refreshed,
+            **({"landing_first_day": state.first_day or "none (no day in the landing zone yet)"} if state else {}),
+            **_contents_metadata(catalog, synced, schema_warnings),
+        }
+    )
+
+
+def _refresh_state(context: AssetExecutionContext, resources, keeper: StateKeeper | None, catalog, tables):
+    """The code location's state made from this catalog, stored when it changed (`keeper`: the
+    definitions were built from a state), and what was done."""
+    from catalake.resources import Configured
+
+    from .messages import CatalogAtLoad
+
+    if keeper is None:
+        return None, "not kept: these definitions were not built from a state"
+    # what the next loads are built from
+    kept = Configured(resources.warehouse, resources.catalog_source, resources.landing, resources.spark)
+    state, refreshed = keeper.refresh(context, kept, CatalogAtLoad(catalog, tables))
+    context.log.info(f"the code location's state: {refreshed}")
+    return state, refreshed
+
+
+def _catalog_table_metadata(context: AssetExecutionContext, store, catalog, tables, result: dict) -> dict:
+    """The catalog table: its rows, schema, name, location and commit, and the definitions'
+    fingerprints with what changed since the previous materialization."""
+    from catalake.platform.warehouse.catalog_table import CATALOG_TABLE, SCHEMA
+    from catalake.platform.warehouse.message_tables import catalog_fingerprint, definition_changes, table_fingerprint
+
     fingerprints = {t.message.xid: table_fingerprint(t) for t in tables}
     changes = definition_changes(_previous_fingerprints(context), fingerprints)
+    return {
+        "dagster/row_count": len(catalog),
+        "dagster/column_schema": column_schema(SCHEMA),
+        "dagster/table_name": CATALOG_TABLE.replace("/", "."),
+        "path": MetadataValue.path(store.path(CATALOG_TABLE)),
+        "delta_version": result["version"],
+        "catalog_fingerprint": catalog_fingerprint(tables),
+        "definition_fingerprints": MetadataValue.json(fingerprints),
+        "definition_changes": MetadataValue.json(changes),
+        "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
+        "committed": result["committed"],
+        "added": len(result["added"]),
+        "changed": len(result["changed"]),
+        "removed": len(result["removed"]),
+        "storage_backend": store.backend,
+    }
+
+
+def _contents_metadata(catalog, synced: dict, schema_warnings: list) -> dict:
+    """What the catalog holds (groups, a preview, the files read and what each needed
+    normalizing), the message tables created or evolved, the payloads kept as JSON text and the
+    catalog's warnings."""
+    from catalake.display import catalog_rows
+
     headers, rows = catalog_rows(catalog)
     files = [
         [f.path, f.shape, f.messages, f.schemas, "; ".join(f"{k} (x{n})" for k, n in f.notes.items()) or "-"]
         for f in catalog.files
     ]
-    return MaterializeResult(
-        metadata={
-            "dagster/row_count": len(catalog),
-            "dagster/column_schema": column_schema(SCHEMA),
-            "dagster/table_name": CATALOG_TABLE.replace("/", "."),
-            "path": MetadataValue.path(store.path(CATALOG_TABLE)),
-            "delta_version": result["version"],
-            "catalog_fingerprint": fingerprint,
-            "definition_fingerprints": MetadataValue.json(fingerprints),
-            "definition_changes": MetadataValue.json(changes),
-            "definition_changes_preview": MetadataValue.md(_changes_markdown(changes)),
-            "committed": result["committed"],
-            "added": len(result["added"]),
-            "changed": len(result["changed"]),
-            "removed": len(result["removed"]),
-            "storage_backend": store.backend,
-            "state": refreshed,
-            **({"landing_first_day": state.first_day or "none (no day in the landing zone yet)"} if state else {}),
-            "groups": len({m.group_id for m in catalog}),
-            "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
-            "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
-            "tables_created": sum(1 for v in synced.values() if v == "created"),
-            "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
-            "tables": MetadataValue.md(
-                markdown_table(
-                    ["table", "outcome"],
-                    [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
-                )
-            ),
-            "untyped_payloads": MetadataValue.md(
-                "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
-            ),
-            "warnings": MetadataValue.md(_problems_markdown(catalog.warnings) if catalog.warnings else "none"),
-        }
-    )
+    return {
+        "groups": len({m.group_id for m in catalog}),
+        "preview": MetadataValue.md(markdown_table(headers, rows[:PREVIEW_ROWS])),
+        "files": MetadataValue.md(markdown_table(["file", "shape", "messages", "schemas", "normalized"], files)),
+        "tables_created": sum(1 for v in synced.values() if v == "created"),
+        "tables_evolved": sum(1 for v in synced.values() if isinstance(v, list)),
+        "tables": MetadataValue.md(
+            markdown_table(
+                ["table", "outcome"],
+                [[name, v if isinstance(v, str) else "added " + ", ".join(v)] for name, v in synced.items()],
+            )
+        ),
+        "untyped_payloads": MetadataValue.md(
+            "\n".join(f"- {w}" for w in schema_warnings) or "none: every definition's data schema was derived"
+        ),
+        "warnings": MetadataValue.md(problems_markdown(catalog.warnings) if catalog.warnings else "none"),
+    }
 
 
 message_catalog = build_catalog_asset()

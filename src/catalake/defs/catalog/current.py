@@ -5,27 +5,18 @@ digest of their bytes with the ones the state was made from; nothing is parsed).
 
 import hashlib
 
+from dagster import (AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, DefaultSensorStatus, MetadataValue,
+                     SensorEvaluationContext, SensorResult, SkipReason, asset_check, sensor)
+
 from catalake.resources import Configured
-from dagster import (
-    AssetCheckEvaluation,
-    AssetCheckResult,
-    AssetCheckSeverity,
-    DefaultSensorStatus,
-    MetadataValue,
-    SensorEvaluationContext,
-    SensorResult,
-    SkipReason,
-    asset_check,
-    sensor,
-)
 
 from ..names import Names
-from .state import LocationState, changed_files
+from .state import DefsState, changed_files
 
 CHECK = "state_current"
 
 
-def _outcome(state: LocationState, configured: Configured) -> dict:
+def _outcome(state: DefsState, configured: Configured) -> dict:
     changed = changed_files(state, configured)
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
     return {
@@ -39,7 +30,7 @@ def _outcome(state: LocationState, configured: Configured) -> dict:
     }
 
 
-def build_current_check(names: Names, state: LocationState, configured: Configured):
+def build_current_check(names: Names, state: DefsState, configured: Configured):
     @asset_check(asset=names.catalog, name=CHECK, blocking=False,
                  description="The definitions this code location shows were made from the catalog as it is on disk "
                  "(WARN when a catalog file changed since its state was made: materialize `message_catalog`, then "
@@ -50,7 +41,7 @@ def build_current_check(names: Names, state: LocationState, configured: Configur
     return state_current
 
 
-def build_current_sensor(names: Names, state: LocationState, configured: Configured):
+def build_current_sensor(names: Names, state: DefsState, configured: Configured):
     @sensor(name=names.of("catalog_state_sensor"), minimum_interval_seconds=30,
             default_status=DefaultSensorStatus.RUNNING)
     def catalog_state_sensor(context: SensorEvaluationContext):

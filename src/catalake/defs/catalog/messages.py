@@ -7,20 +7,16 @@ of assets without a group or a description."""
 import re
 from dataclasses import dataclass
 
+from dagster import AssetSpec, MetadataValue
+
 from catalake.platform import uris
 from catalake.platform.catalog import Catalog, CatalogError, load_catalog
 from catalake.platform.catalog.model import MessageDefinition, slug
 from catalake.platform.catalog.normalize import protocol_family
 from catalake.platform.records.protocols import BY_FAMILY
 from catalake.platform.schemas import keys
-from catalake.platform.warehouse.message_tables import (
-    MessageTable,
-    message_table,
-    message_tables,
-    table_fingerprint,
-)
+from catalake.platform.warehouse.message_tables import MessageTable, message_table, message_tables, table_fingerprint
 from catalake.resources import CatalogSource, Configured, at_load
-from dagster import AssetSpec, MetadataValue
 
 from ..metadata import code_version, column_schema
 from ..names import DEFAULT, Names
@@ -137,8 +133,7 @@ def catalog_error(exc: CatalogError) -> str:
 
 def deadletter_spec(configured: Configured, names: Names = DEFAULT) -> AssetSpec:
     """The dead-letter table's spec, made with the location's state (its schema is Spark's)."""
-    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS
-    from catalake.platform.warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+    from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE, REASONS, SCHEMA as DEADLETTER_SCHEMA
 
     location = uris.join(configured.warehouse_root, DEADLETTER_TABLE)
     return AssetSpec(

@@ -21,15 +21,16 @@ import hashlib
 import os
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import orjson
-
-from catalake.platform.uris import files_state
-from catalake.resources import Configured, at_load
 from dagster import AssetKey, AssetSpec, MetadataValue, TableColumn, TableColumnConstraints, TableSchema
+
+from catalake.platform.catalog.files import files_state
+from catalake.resources import Configured, at_load
 
 from ..names import Names
 
@@ -43,7 +44,7 @@ class NoStateWarning(UserWarning):
 
 
 @dataclass(frozen=True)
-class LocationState:
+class DefsState:
     """One instance's state (one JSON document; `digest` is over everything else)."""
 
     made_for: str  # the settings the specs name (warehouse, owners, prefix, group): another setting, another state
@@ -58,7 +59,7 @@ class LocationState:
     format: int = STATE_FORMAT
     digest: str = ""
 
-    def sealed(self) -> LocationState:
+    def sealed(self) -> DefsState:
         return replace(self, digest=_digest(self))
 
     @property
@@ -71,7 +72,7 @@ class LocationState:
         return _spec(self.deadletter, {})
 
 
-def _digest(state: LocationState) -> str:
+def _digest(state: DefsState) -> str:
     content = asdict(state)
     content.pop("digest")
     return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
@@ -90,14 +91,14 @@ def catalog_files(configured: Configured) -> list[list[str]]:
     return [[path, digest.hex() if digest is not None else ""] for path, digest in files_state(paths)]
 
 
-def changed_files(state: LocationState, configured: Configured) -> list[str]:
+def changed_files(state: DefsState, configured: Configured) -> list[str]:
     """The catalog files added, removed or edited since the state was made (none: it is current)."""
     before, now = dict(map(tuple, state.catalog_files)), dict(map(tuple, catalog_files(configured)))
     return sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
 
 
 def make_state(configured: Configured, names: Names, analytics: bool, *, prepare_dbt: bool,
-               previous: LocationState | None = None, loaded=None) -> LocationState:
+               previous: DefsState | None = None, loaded=None) -> DefsState:
     """The state of the catalog as it is now (`loaded`: already read by the caller). With
     `prepare_dbt` the dbt project is prepared and parsed (files written under the warehouse's
     dbt folder); without, the manifest a run last parsed is taken as it is, if any. Without the
@@ -121,7 +122,7 @@ def make_state(configured: Configured, names: Names, analytics: bool, *, prepare
                     else keep.manifest if keep else None)
     landing, layout = configured.landing_root
     day = None if configured.landing.start_date else first_day(landing, layout)
-    return LocationState(made_for=made_for(configured, names), catalog_files=files,
+    return DefsState(made_for=made_for(configured, names), catalog_files=files,
                          catalog_fingerprint=fingerprint, specs=specs,
                          deadletter=_plain(deadletter_spec(configured, names)), error=loaded.error, landing=[landing, layout],
                          first_day=day.isoformat() if day else None, manifest=manifest).sealed()
@@ -150,7 +151,7 @@ def slim_manifest(manifest: dict) -> dict:
     return {**manifest, "sources": sources, "macros": {}}
 
 
-def write_state(path: Path, state: LocationState) -> None:
+def write_state(path: Path, state: DefsState) -> None:
     """Written whole or not at all: a load in another process reads the old state or the new one.
     What a writer killed midway left (its temporary file) is removed by the next one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,7 +164,7 @@ def write_state(path: Path, state: LocationState) -> None:
     os.replace(out.name, path)
 
 
-def read_state(path: Path | None) -> LocationState | None:
+def read_state(path: Path | None) -> DefsState | None:
     """The state at `path`, None when there is none or it is of another format."""
     if path is None:
         return None
@@ -174,19 +175,19 @@ def read_state(path: Path | None) -> LocationState | None:
     if not isinstance(document, dict) or document.get("format") != STATE_FORMAT:
         return None
     try:
-        return LocationState(**document)
+        return DefsState(**document)
     except TypeError:
         return None
 
 
-def state_for(path: Path | None, configured: Configured, names: Names) -> LocationState | None:
+def state_for(path: Path | None, configured: Configured, names: Names) -> DefsState | None:
     """The state at `path` if it was made for these settings (None: none, or another warehouse,
     prefix or owners: a load with those builds its own)."""
     state = read_state(path)
     return state if state is not None and state.made_for == made_for(configured, names) else None
 
 
-def refresh(path: Path, configured: Configured, names: Names, analytics: bool) -> LocationState:
+def refresh(path: Path, configured: Configured, names: Names, analytics: bool) -> DefsState:
     """The state made now (with the analytics, the dbt project prepared and parsed), written at
     `path` over the one there (whose specs it keeps while the catalog is invalid)."""
     state = make_state(configured, names, analytics, prepare_dbt=analytics, previous=read_state(path))
@@ -200,7 +201,7 @@ def state_file(configured: Configured, names: Names) -> Path:
     return configured.warehouse.local / "catalog" / ".".join(["state", *names.prefix, "json"])
 
 
-def start_date(configured: Configured, state: LocationState | None) -> str:
+def start_date(configured: Configured, state: DefsState | None) -> str:
     """The first daily partition: the `start_date` setting, else the landing's first day as the
     state found it; without a state, or one made before any day landed, the landing is listed
     (else DEFAULT_START, also when it cannot be listed: the run says why)."""
@@ -250,32 +251,54 @@ def _spec(plain: dict, columns: dict) -> AssetSpec:
 
 @dataclass(frozen=True)
 class StateKeeper:
-    """How a `catalake_job` run refreshes the state its code location loaded (`loaded`, `stored`
-    or made in memory): `store` writes a new one where the location reads it, and says where."""
+    """Where one instance's state is kept and how a run stores a new one: the one path from a
+    state (or none) to what a load builds, for the dg component and the bundled location alike.
+    `load` gives this keeper with the state a load builds from (`loaded`: `stored` at `path`, or
+    made in memory when there is none); a `catalake_job` run's `refresh` stores the catalog it
+    read through `store` (state, the step's context -> what was done)."""
 
-    loaded: LocationState
-    stored: bool
+    configured: Configured
+    names: Names
     analytics: bool
-    store: Callable[[LocationState, object], str]  # (state, the step's context) -> what was done
+    path: Path | None  # where a load reads the state (None: nothing stored yet)
+    store: Callable[[DefsState, object], str]
+    loaded: DefsState | None = None
+    stored: bool = False
 
-    def refresh(self, context, configured: Configured, names: Names, loaded_catalog) -> tuple[LocationState, str]:
-        """The state of the catalog the run read (`loaded_catalog`), stored unless it is the one
-        loaded; and what was done."""
-        state = make_state(configured, names, self.analytics, prepare_dbt=self.analytics, previous=self.loaded,
+    def load(self, *, refresh_first: bool, how: str) -> StateKeeper:
+        """This keeper with its state loaded: refreshed at `path` first when `refresh_first` (a
+        load under `dagster dev`); without a state the catalog is read now (never written: a load
+        writes nothing but a refresh), and a warning says `how` a state is written."""
+        if refresh_first and self.path is not None:
+            refresh(self.path, self.configured, self.names, self.analytics)
+        state = state_for(self.path, self.configured, self.names)
+        if state is not None:
+            return replace(self, loaded=state, stored=True)
+        warnings.warn(f"catalake{'/'.join(('', *self.names.prefix))}: no state for this code location yet: the catalog "
+                      f"is read as it loads (seconds at thousands of definitions). {how} writes it.", NoStateWarning,
+                      stacklevel=3)
+        return replace(self, loaded=make_state(self.configured, self.names, self.analytics, prepare_dbt=False),
+                       stored=False)
+
+    def refresh(self, context, configured: Configured, loaded_catalog) -> tuple[DefsState, str]:
+        """The state of the catalog a run read (`loaded_catalog`, with the run's resources
+        `configured`), stored unless it is the one loaded; and what was done."""
+        state = make_state(configured, self.names, self.analytics, prepare_dbt=self.analytics, previous=self.loaded,
                            loaded=loaded_catalog)
-        if self.stored and state.digest == self.loaded.digest:
+        if self.stored and self.loaded is not None and state.digest == self.loaded.digest:
             return state, "current: the code location loaded this state"
         return state, self.store(state, context)
 
 
-def file_keeper(path: Path, loaded: LocationState, stored: bool, analytics: bool) -> StateKeeper:
-    """The bundled code location's: the state file beside the warehouse."""
+def file_keeper(configured: Configured, names: Names, analytics: bool) -> StateKeeper:
+    """The bundled code location's: a file beside the warehouse (`state_file`)."""
+    path = state_file(configured, names)
 
-    def store(state: LocationState, context) -> str:
+    def store(state: DefsState, context) -> str:
         write_state(path, state)
         return f"written to {path}"
 
-    return StateKeeper(loaded, stored, analytics, store)
+    return StateKeeper(configured, names, analytics, path, store)
 
 
 def flagged(spec: AssetSpec, error: str) -> AssetSpec:

@@ -4,19 +4,10 @@
 import datetime as dt
 import json
 
+from dagster import (AssetExecutionContext, AssetMaterialization, AssetObservation, BackfillPolicy,
+                     DailyPartitionsDefinition, MetadataValue, OpExecutionContext, asset, job, op)
+
 from catalake.platform.config import DAYS_PER_RUN
-from dagster import (
-    AssetExecutionContext,
-    AssetMaterialization,
-    AssetObservation,
-    BackfillPolicy,
-    DailyPartitionsDefinition,
-    MetadataValue,
-    OpExecutionContext,
-    asset,
-    job,
-    op,
-)
 
 from ..events.assets import table_location
 from ..failures import failing_plainly

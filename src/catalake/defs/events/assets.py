@@ -7,24 +7,13 @@ import datetime as dt
 import time
 from pathlib import Path
 
+from dagster import (AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, AssetKey,
+                     AssetMaterialization, AssetSpec, BackfillPolicy, DailyPartitionsDefinition, Failure,
+                     FreshnessPolicy, MetadataValue, multi_asset)
+
 from catalake.display import markdown_table
 from catalake.platform import layouts, uris
 from catalake.platform.config import DAYS_PER_RUN
-from dagster import (
-    AssetCheckEvaluation,
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetKey,
-    AssetMaterialization,
-    AssetSpec,
-    BackfillPolicy,
-    DailyPartitionsDefinition,
-    Failure,
-    FreshnessPolicy,
-    MetadataValue,
-    multi_asset,
-)
 
 from ..failures import failing_plainly
 from ..metadata import days_materialized
@@ -63,25 +52,7 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
         # every check targets one of these specs by construction; Dagster's own test of that compares
         # each check's key with a list of all the keys (quadratic: 1 s at 5,000 tables, on every load)
         allow_arbitrary_check_specs=True,
-        check_specs=[
-            *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
-            partitioned_check_spec(
-                "conservation",
-                asset=deadletter_key,
-                blocking=True,
-                partitions_def=partitions,
-                description="Every record read from the partition is in exactly one table: "
-                "records read = rows in the per-message tables + dead-letter rows.",
-            ),
-            partitioned_check_spec(
-                "landing",
-                asset=deadletter_key,
-                blocking=False,
-                partitions_def=partitions,
-                description="The day's folder exists in the landing zone (WARN when it is missing: the day "
-                "was processed, but nothing was there to read; an existing empty folder passes).",
-            ),
-        ],
+        check_specs=events_check_specs(specs, partitions, deadletter_key),
     )
     @failing_plainly
     def classify_events(context: AssetExecutionContext):
@@ -106,78 +77,138 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
         would make Dagster plan two events per table before the run starts: 30 s for 1,000
         tables). Selecting message assets (a subset, from the UI) re-classifies the days for
         those tables only."""
-        from catalake.eventlog import event_batch
         from catalake.leases import wait_for_days
-        from catalake.platform.runs.day import classify_days, conservation
-        from catalake.platform.runs.increment import classify_increment
 
         days = [dt.date.fromisoformat(key) for key in context.partition_keys]
         wait_for_days(context.instance, context.partition_keys, by=f"run {context.run_id}", run=context.run,
                       say=context.log.info)
         resources = names.resources(context)
-        catalog_source, landing, warehouse = resources.catalog_source, resources.landing, resources.warehouse
-        spark = resources.spark
+        catalog_source, warehouse = resources.catalog_source, resources.warehouse
         tables = catalog_source.tables(catalog_source.load())
         key_of = {t.name: names.message(t.message) for t in tables}
         tables = [t for t in tables if key_of[t.name] in by_key]  # as loaded with the code location
         only = selected_tables(context.selected_asset_keys, tables, key_of, deadletter_key)
-        store = warehouse.store(spark)  # Spark started on first use: not for a small increment (SparkSessionResource.local_bytes)
-        if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
-            results = {day: classify_increment(lambda: store.spark, store, tables, landing.root, day,
-                                               layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
-                                               batch=spark.batch_path, progress=context.log.info) for day in days}
-        else:
-            results = classify_days(
-                lambda: store.spark, store, tables, landing.root, days, only=only, layout=landing.layout,
-                local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
-                batch=spark.batch_path, progress=context.log.info,
-            )
-        clock = time.perf_counter()
-        with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
-            reported = {day: report_tables(context, warehouse.record_empty, store, tables, key_of, only is None, day, result)
-                        for day, result in results.items()}
-        targets = run_targets(context.instance, context.run_id)
-        writing = 0.0
-        with event_batch(context.instance):
-            for day, result in results.items():
-                writing += quality_checks(context, warehouse.local, reported[day], key_of, day, result, targets)
-        seconds = round(time.perf_counter() - clock - writing, 3)
-        for result in results.values():
-            result.seconds.update(quality_docs=round(writing, 3), events=seconds)
+        # Spark started on first use: not for a small increment (SparkSessionResource.local_bytes)
+        store = warehouse.store(resources.spark)
+        results = classify(context, resources, store, tables, days, only)
+        report_days(context, warehouse, store, tables, key_of, only is None, results)
         if deadletter_key not in context.selected_asset_keys:
             return  # a subset run of message tables: the days' dead letters are not its output
-        # read back from every table, subset run or not: each day's rows must add up
-        proofs, materializations = {}, {}
-        for day, result in results.items():
-            clock = time.perf_counter()
-            proofs[day] = conservation(store, tables, day, result.records_of_day, result.stored,
-                                       set(result.written) if result.kind == "full" and only is None else None)
-            result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
-            context.log.info(f"{day}: seconds per phase: {result.seconds}")
-            materializations[day] = deadletter_materialization(result, store, tables, warehouse.compact_files,
-                                                               deadletter_key)
-        # the output (the steps downstream in the same run wait for it), then the checks: a day's
-        # as the output's check results, a range's days each tied to that day's materialization
-        yield from days_materialized(context, deadletter_key, {d.isoformat(): m.metadata for d, m in materializations.items()},
-                                     range_metadata(results))
-        if len(days) == 1:
-            (day, (ok, counts)), = proofs.items()
-            for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key):
-                yield AssetCheckResult(asset_key=check.asset_key, check_name=check.check_name, passed=check.passed,
-                                       severity=check.severity, description=check.description, metadata=check.metadata)
-        else:
-            targets = run_targets(context.instance, context.run_id)
-            with event_batch(context.instance):
-                for day, (ok, counts) in proofs.items():
-                    for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key,
-                                                   targets.get((deadletter_key, day.isoformat()))):
-                        context.log_event(check)
-        lost = [f"{day}: {counts['records_read']} records read, {counts['rows_stored']} rows stored"
-                for day, (ok, counts) in proofs.items() if not ok]
-        if lost:  # the blocking check's gate: the steps downstream in the same run do not start
-            raise Failure(description=f"conservation failed for {len(lost)} day(s): {'; '.join(lost)}")
+        yield from deadletter_days(context, resources.landing, warehouse, store, tables, days, only, results,
+                                   deadletter_key)
 
     return classify_events
+
+
+def events_check_specs(specs: list[AssetSpec], partitions: DailyPartitionsDefinition,
+                       deadletter_key: AssetKey) -> list:
+    """The `expectations` check of every message asset, and `deadletter`'s `conservation` (blocking)
+    and `landing` checks."""
+    return [
+        *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
+        partitioned_check_spec(
+            "conservation",
+            asset=deadletter_key,
+            blocking=True,
+            partitions_def=partitions,
+            description="Every record read from the partition is in exactly one table: "
+            "records read = rows in the per-message tables + dead-letter rows.",
+        ),
+        partitioned_check_spec(
+            "landing",
+            asset=deadletter_key,
+            blocking=False,
+            partitions_def=partitions,
+            description="The day's folder exists in the landing zone (WARN when it is missing: the day "
+            "was processed, but nothing was there to read; an existing empty folder passes).",
+        ),
+    ]
+
+
+def classify(context: AssetExecutionContext, resources, store, tables, days: list[dt.date],
+             only: set[str] | None) -> dict:
+    """Each day's result: what landed since the day's last run, for an incremental run of whole
+    days (INCREMENTAL_TAG); else the whole days, in one job."""
+    from catalake.platform.runs.day import classify_days
+    from catalake.platform.runs.increment import classify_increment
+
+    landing, spark, warehouse = resources.landing, resources.spark, resources.warehouse
+    if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
+        return {day: classify_increment(lambda: store.spark, store, tables, landing.root, day,
+                                        layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
+                                        compiled=spark.compiled_path, progress=context.log.info) for day in days}
+    return classify_days(
+        lambda: store.spark, store, tables, landing.root, days, only=only, layout=landing.layout,
+        local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
+        compiled=spark.compiled_path, progress=context.log.info,
+    )
+
+
+def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of, every_table: bool,
+                results: dict) -> None:
+    """Each day's materialization and `expectations` check of every table reported, stored in
+    batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
+    from catalake.eventlog import event_batch
+
+    clock = time.perf_counter()
+    with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
+        reported = {day: report_tables(context, warehouse.record_empty, store, tables, key_of, every_table, day, result)
+                    for day, result in results.items()}
+    targets = run_targets(context.instance, context.run_id)
+    writing = 0.0
+    with event_batch(context.instance):
+        for day, result in results.items():
+            writing += quality_checks(context, warehouse.local, reported[day], key_of, day, result, targets)
+    seconds = round(time.perf_counter() - clock - writing, 3)
+    for result in results.values():
+        result.seconds.update(quality_docs=round(writing, 3), events=seconds)
+
+
+def deadletter_days(context: AssetExecutionContext, landing, warehouse, store, tables, days: list[dt.date],
+                    only: set[str] | None, results: dict, deadletter_key: AssetKey):
+    """`deadletter`'s output for the days, then each day's `conservation` and `landing` checks;
+    a Failure when a day's rows do not add up to the records read (the blocking check's gate)."""
+    from catalake.eventlog import event_batch
+
+    proofs, materializations = proven_days(context, warehouse, store, tables, only, results, deadletter_key)
+    # the output (the steps downstream in the same run wait for it), then the checks: a day's
+    # as the output's check results, a range's days each tied to that day's materialization
+    yield from days_materialized(context, deadletter_key, {d.isoformat(): m.metadata for d, m in materializations.items()},
+                                 range_metadata(results))
+    if len(days) == 1:
+        (day, (ok, counts)), = proofs.items()
+        for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key):
+            yield AssetCheckResult(asset_key=check.asset_key, check_name=check.check_name, passed=check.passed,
+                                   severity=check.severity, description=check.description, metadata=check.metadata)
+    else:
+        targets = run_targets(context.instance, context.run_id)
+        with event_batch(context.instance):
+            for day, (ok, counts) in proofs.items():
+                for check in deadletter_checks(results[day], ok, counts, landing, day, deadletter_key,
+                                               targets.get((deadletter_key, day.isoformat()))):
+                    context.log_event(check)
+    lost = [f"{day}: {counts['records_read']} records read, {counts['rows_stored']} rows stored"
+            for day, (ok, counts) in proofs.items() if not ok]
+    if lost:  # the blocking check's gate: the steps downstream in the same run do not start
+        raise Failure(description=f"conservation failed for {len(lost)} day(s): {'; '.join(lost)}")
+
+
+def proven_days(context: AssetExecutionContext, warehouse, store, tables, only: set[str] | None, results: dict,
+                deadletter_key: AssetKey) -> tuple[dict, dict]:
+    """Each day's conservation, read back from every table (subset run or not: each day's rows
+    must add up), and its `deadletter` materialization."""
+    from catalake.platform.runs.day import conservation
+
+    proofs, materializations = {}, {}
+    for day, result in results.items():
+        clock = time.perf_counter()
+        proofs[day] = conservation(store, tables, day, result.records_of_day, result.stored,
+                                   set(result.written) if result.kind == "full" and only is None else None)
+        result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
+        context.log.info(f"{day}: seconds per phase: {result.seconds}")
+        materializations[day] = deadletter_materialization(result, store, tables, warehouse.compact_files,
+                                                           deadletter_key)
+    return proofs, materializations
 
 
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
@@ -333,7 +364,7 @@ def quality_checks(context, warehouse: Path, reported: list, key_of, day: dt.dat
     of the partition (the `data_docs` asset renders them; the check links that day's page).
     Returns the seconds spent writing those documents."""
     from catalake.platform.quality.datadocs import day_page, store_validation_result, validation_result_document
-    from catalake.platform.quality.referee import SuiteOutcome, pass_outcome
+    from catalake.platform.quality.validator import SuiteOutcome, pass_outcome
 
     writing = 0.0
     for table in reported:

@@ -1,8 +1,9 @@
 import json
 
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+
 from catalake.defs.events.assets import INCREMENTAL_TAG
 from catalake.resources import Configured, at_load
-from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from ..names import DEFAULT, Names
 

@@ -9,25 +9,11 @@ annotation."""
 
 import datetime as dt
 
+from dagster import (AssetKey, AssetObservation, AssetRecordsFilter, Config, DagsterRunStatus, DefaultSensorStatus,
+                     MetadataValue, OpExecutionContext, RunRequest, RunStatusSensorContext, ScheduleEvaluationContext,
+                     SkipReason, job, op, run_status_sensor, schedule)
+
 from catalake.resources import CatalogSource
-from dagster import (
-    AssetKey,
-    AssetObservation,
-    AssetRecordsFilter,
-    Config,
-    DagsterRunStatus,
-    DefaultSensorStatus,
-    MetadataValue,
-    OpExecutionContext,
-    RunRequest,
-    RunStatusSensorContext,
-    ScheduleEvaluationContext,
-    SkipReason,
-    job,
-    op,
-    run_status_sensor,
-    schedule,
-)
 
 from ..failures import failing_plainly
 from ..names import DEFAULT, Names
@@ -55,42 +41,21 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
         version inside the retention period references are deleted and each Delta log is
         checkpointed and trimmed. Each table's observation shows its files and bytes before and
         after, and the bytes the vacuum removed."""
-        from catalake.platform.maintenance import compact_day, vacuum_warehouse
         from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
         from catalake.platform.warehouse.queries import warehouse_tables
 
-        day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
-        spark, warehouse = resources.spark, resources.warehouse
-        store = warehouse.store(spark)
+        store = resources.warehouse.store(resources.spark)
         tables = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
         keys = _asset_keys(resources.catalog_source, names)
+
+        def key_of(table: str) -> AssetKey:
+            return keys.get(table, names.key(*table.split("/")))
+
         if config.compact:
-            engine = None if spark.engine == "local" else (lambda: spark.session)
-            done = compact_day(engine, store, tables, day, target=warehouse.target_file_bytes,
-                               min_files=2 if config.closed_day else warehouse.compact_files + 1, progress=context.log.info)
-            for c in done:
-                context.log_event(AssetObservation(asset_key=keys.get(c.table, names.key(*c.table.split("/"))),
-                                                   partition=context.partition_key, metadata={
-                    "compaction": "skipped" if c.skipped else "compacted", "files_before": c.files_before,
-                    "files_after": c.files_after, "bytes_before": c.bytes_before, "bytes_after": c.bytes_after,
-                    "rows_merged": c.rows_merged, **({"delta_version": c.version} if c.version is not None else {}),
-                    **({"skipped": c.skipped} if c.skipped else {})}))
-            context.log.info(f"{day}: compacted {sum(1 for c in done if not c.skipped)} table-partition(s): "
-                             f"{sum(c.files_before for c in done)} -> {sum(c.files_after for c in done)} file(s); "
-                             f"{sum(1 for c in done if c.skipped)} skipped")
+            _compact(context, config, resources, store, tables, key_of)
         if config.vacuum:
-            hours = warehouse.retention_hours if config.retention_hours is None else config.retention_hours
-            vacuumed = vacuum_warehouse(store, [*tables, CATALOG_TABLE], retention_hours=hours, dry_run=config.dry_run,
-                                        progress=context.log.info)
-            for v in vacuumed:
-                if v.files:
-                    context.log_event(AssetObservation(asset_key=keys.get(v.table, names.key(*v.table.split("/"))), metadata={
-                        "vacuum": "dry run" if v.dry_run else "deleted", "vacuum_files": v.files,
-                        "vacuum_bytes": MetadataValue.int(v.bytes), "retention_hours": hours}))
-            context.log.info(f"vacuum (retention {hours} h{', dry run' if config.dry_run else ''}): "
-                             f"{sum(v.files for v in vacuumed)} file(s), {sum(v.bytes for v in vacuumed)} bytes "
-                             f"over {len(vacuumed)} table(s)")
+            _vacuum(context, config, resources.warehouse, store, [*tables, CATALOG_TABLE], key_of)
 
     @job(name=names.of("maintenance_job"), partitions_def=partitions_def,
          description="Compact one day's table-partitions to the target file size, then vacuum the warehouse "
@@ -99,6 +64,43 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
         maintain_day()
 
     return maintenance_job
+
+
+def _compact(context: OpExecutionContext, config: MaintenanceConfig, resources, store, tables: list[str], key_of) -> None:
+    """The day's compaction, each table's outcome an observation of its asset."""
+    from catalake.platform.maintenance import compact_day
+
+    day = dt.date.fromisoformat(context.partition_key)
+    spark, warehouse = resources.spark, resources.warehouse
+    engine = None if spark.engine == "local" else (lambda: spark.session)
+    done = compact_day(engine, store, tables, day, target=warehouse.target_file_bytes,
+                       min_files=2 if config.closed_day else warehouse.compact_files + 1, progress=context.log.info)
+    for c in done:
+        context.log_event(AssetObservation(asset_key=key_of(c.table), partition=context.partition_key, metadata={
+            "compaction": "skipped" if c.skipped else "compacted", "files_before": c.files_before,
+            "files_after": c.files_after, "bytes_before": c.bytes_before, "bytes_after": c.bytes_after,
+            "rows_merged": c.rows_merged, **({"delta_version": c.version} if c.version is not None else {}),
+            **({"skipped": c.skipped} if c.skipped else {})}))
+    context.log.info(f"{day}: compacted {sum(1 for c in done if not c.skipped)} table-partition(s): "
+                     f"{sum(c.files_before for c in done)} -> {sum(c.files_after for c in done)} file(s); "
+                     f"{sum(1 for c in done if c.skipped)} skipped")
+
+
+def _vacuum(context: OpExecutionContext, config: MaintenanceConfig, warehouse, store, tables: list[str],
+            key_of) -> None:
+    """The warehouse's vacuum, each table that lost files an observation of its asset."""
+    from catalake.platform.maintenance import vacuum_warehouse
+
+    hours = warehouse.retention_hours if config.retention_hours is None else config.retention_hours
+    vacuumed = vacuum_warehouse(store, tables, retention_hours=hours, dry_run=config.dry_run, progress=context.log.info)
+    for v in vacuumed:
+        if v.files:
+            context.log_event(AssetObservation(asset_key=key_of(v.table), metadata={
+                "vacuum": "dry run" if v.dry_run else "deleted", "vacuum_files": v.files,
+                "vacuum_bytes": MetadataValue.int(v.bytes), "retention_hours": hours}))
+    context.log.info(f"vacuum (retention {hours} h{', dry run' if config.dry_run else ''}): "
+                     f"{sum(v.files for v in vacuumed)} file(s), {sum(v.bytes for v in vacuumed)} bytes "
+                     f"over {len(vacuumed)} table(s)")
 
 
 def _asset_keys(catalog_source: CatalogSource, names: Names) -> dict[str, AssetKey]:

@@ -3,16 +3,10 @@
 
 import warnings
 
+from dagster import (AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey,
+                     MetadataValue, PreviewWarning)
+
 from catalake.display import markdown_table
-from dagster import (
-    AssetCheckEvaluation,
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
-    AssetKey,
-    MetadataValue,
-    PreviewWarning,
-)
 
 CHECK_NAME = "expectations"
 SHOWN = 50  # expectations listed in the markdown table; all of them are in the JSON
@@ -67,11 +61,8 @@ def check_targets(instance, run_id: str | None, partition: str, keys: list[Asset
     None the latest of any run (a validation of stored rows). One query for all keys; a key
     materialized since for another partition is looked up on its own."""
     # not exported by Dagster (1.13): the one way to tie a logged check evaluation to its materialization
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-        AssetCheckEvaluationTargetMaterializationData as Target,
-    )
-
     from dagster import AssetRecordsFilter
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData as Target
 
     targets = {}
     for record in instance.get_asset_records(keys):
@@ -91,11 +82,8 @@ def check_targets(instance, run_id: str | None, partition: str, keys: list[Asset
 def run_targets(instance, run_id: str) -> dict:
     """The materializations run `run_id` stored, by (asset key, partition): what each check
     evaluation the run logs is tied to (one query, whatever the tables and days of the run)."""
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-        AssetCheckEvaluationTargetMaterializationData as Target,
-    )
-
     from dagster import DagsterEventType
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData as Target
 
     targets = {}
     for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records:

@@ -1,4 +1,4 @@
-"""GX's own engine on stored partitions, as a Dagster job: the referee of the classification
+"""GX's own engine on stored partitions, as a Dagster job: the second opinion on the classification
 pass's quality results. `catalake validate` launches its runs.
 
 No `from __future__ import annotations` here: Dagster reads the op's config class from its
@@ -29,7 +29,8 @@ def build_validate_job(partitions_def: DailyPartitionsDefinition, names: Names =
         partition, tied to the materialization that stored the rows (the results are also stored
         in the GX context, under the run name `<day> (catalake validate)`). Fails when stored rows
         break an ERROR expectation."""
-        from catalake.platform.quality.referee import validate_stored
+        from catalake.platform.errors import ExpectationsBroken
+        from catalake.platform.quality.validator import validate_stored
 
         day = dt.date.fromisoformat(context.partition_key)
         resources = names.resources(context)
@@ -47,10 +48,10 @@ def build_validate_job(partitions_def: DailyPartitionsDefinition, names: Names =
         context.log.info(f"{day}: GX validated {len(outcomes)} stored partition(s)")
         failing = [n for n, o in outcomes.items() if o.errors]
         if failing:
-            raise RuntimeError(f"stored rows break ERROR expectations in {', '.join(sorted(failing))}")
+            raise ExpectationsBroken(failing)
 
     @job(name=names.of("validate_job"), partitions_def=partitions_def,
-         description="Great Expectations' own checkpoint on every stored table of one day (the referee of the "
+         description="Great Expectations' own checkpoint on every stored table of one day (the second opinion on the "
          "classification pass's expectation results): an `expectations` check evaluation per table.")
     def validate_job():
         validate_stored_partition()

@@ -7,9 +7,10 @@ import dataclasses
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import CatalogError, Problem
-from ..uris import files_state
+from ..errors import CatalogError
+from ..problems import Problem
 from .documents import Document, read_documents
+from .files import files_state
 from .model import Catalog, FileReport, MessageDefinition, slug
 from .normalize import NormalizedDocument, Origin, normalize_document
 from .resolve import apply_group_defaults, fill_implied, infer_schema_format, message_key, resolve_messages, xid
@@ -85,7 +86,36 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
 
     groups, origins, found, broken = _merge_messagegroups([nd for _, nd in normalized])
     problems += found
+    problems += _check_messages(groups, origins, broken)
 
+    registry, sources = _merge_schemagroups(normalized, notes_by_file)
+    resolved, found = resolve_messages(groups, origins, broken)
+    problems += found
+    aliases = {key: _alias_target(key, resolved) for key, msg in resolved.items() if "xref" in msg}
+    messages: list[MessageDefinition] = []
+    for key, msg in sorted(resolved.items()):
+        if key not in aliases:
+            definition = _definition(key, msg, groups[key[0]], origins[key], registry, notes_by_file, problems)
+            if definition is not None:
+                messages.append(definition)
+
+    messages, alias_definitions = _with_aliases(messages, aliases, origins)
+    _check_table_names(messages, origins, problems)
+    catalog = Catalog(
+        messages=messages,
+        aliases=alias_definitions,
+        groups={gid: {k: v for k, v in g.items() if k != "messages"} for gid, g in groups.items()},
+        schemagroups=registry,
+        files=[_file_report(nd) for _, nd in normalized],
+        schema_sources=sources,
+    )
+    return catalog, sorted(set(problems))
+
+
+def _check_messages(groups: dict, origins: dict, broken: set) -> list[Problem]:
+    """Each message's own rules (MESSAGE_RULES) before resolution; one that breaks an error rule
+    joins `broken`."""
+    problems = []
     for (gid, mid), origin in origins.items():
         msg = groups[gid]["messages"][mid]
         if (gid, mid) in broken or not isinstance(msg, dict):
@@ -95,64 +125,40 @@ def read_catalog(paths: Iterable[str | Path]) -> tuple[Catalog, list[Problem]]:
             if any(p.severity == "error" for p in found):
                 broken.add((gid, mid))
             problems += found
+    return problems
 
-    registry, sources = _merge_schemagroups(normalized, notes_by_file)
-    resolved, found = resolve_messages(groups, origins, broken)
+
+def _definition(key: tuple[str, str], msg: dict, group: dict, origin, registry: dict, notes_by_file: dict,
+                problems: list[Problem]) -> MessageDefinition | None:
+    """A resolved message as a definition, with its group's defaults and what it implies; None
+    when a rule of the resolved message (RESOLVED_RULES) finds an error (added to `problems`)."""
+    msg = infer_schema_format(apply_group_defaults(msg, group), registry)
+    if msg.pop("_schemaformat_inferred", False):
+        notes_by_file[origin.file]["dataschemaformat taken from the referenced schema's format"] += 1
+    found = rule_group_consistency(msg, group, origin)
+    for rule in RESOLVED_RULES:
+        found += rule(msg, origin, registry)
     problems += found
-    messages: list[MessageDefinition] = []
-    aliases = {key: _alias_target(key, resolved) for key, msg in resolved.items() if "xref" in msg}
-    for key, msg in sorted(resolved.items()):
-        if key in aliases:
-            continue
-        gid, _ = key
-        msg = infer_schema_format(apply_group_defaults(msg, groups[gid]), registry)
-        if msg.pop("_schemaformat_inferred", False):
-            notes_by_file[origins[key].file]["dataschemaformat taken from the referenced schema's format"] += 1
-        found = rule_group_consistency(msg, groups[gid], origins[key])
-        for rule in RESOLVED_RULES:
-            found += rule(msg, origins[key], registry)
-        problems += found
-        if any(p.severity == "error" for p in found):
-            continue
-        msg = fill_implied(msg)
-        chain = tuple(msg.pop("_chain", []))
-        msg.pop("_own", None)
-        inferred = msg.pop("_datacontenttype_inferred", False)
-        messages.append(
-            MessageDefinition(
-                group_id=gid,
-                message_id=key[1],
-                definition=msg,
-                base_chain=chain,
-                source_file=origins[key].file,
-                source_pointer=origins[key].pointer,
-                datacontenttype_inferred=inferred,
-            )
-        )
+    if any(p.severity == "error" for p in found):
+        return None
+    msg = fill_implied(msg)
+    chain = tuple(msg.pop("_chain", []))
+    msg.pop("_own", None)
+    inferred = msg.pop("_datacontenttype_inferred", False)
+    return MessageDefinition(group_id=key[0], message_id=key[1], definition=msg, base_chain=chain,
+                             source_file=origin.file, source_pointer=origin.pointer, datacontenttype_inferred=inferred)
 
-    reports = [
-        FileReport(
-            path=nd.file,
-            shape=nd.shape,
-            groups=len(nd.messagegroups),
-            messages=sum(len((g or {}).get("messages") or {}) for g in nd.messagegroups.values() if isinstance(g, dict)),
-            schemas=sum(len((g or {}).get("schemas") or {}) for g in nd.schemagroups.values() if isinstance(g, dict)),
-            notes=dict(sorted(nd.notes.items())),
-        )
-        for _, nd in normalized
-    ]
-    messages, alias_definitions = _with_aliases(messages, aliases, origins)
-    _check_table_names(messages, origins, problems)
-    problems = sorted(set(problems))
-    catalog = Catalog(
-        messages=messages,
-        aliases=alias_definitions,
-        groups={gid: {k: v for k, v in g.items() if k != "messages"} for gid, g in groups.items()},
-        schemagroups=registry,
-        files=reports,
-        schema_sources=sources,
+
+def _file_report(nd) -> FileReport:
+    """What a catalog file held, for `catalake catalog show` and the catalog asset."""
+    return FileReport(
+        path=nd.file,
+        shape=nd.shape,
+        groups=len(nd.messagegroups),
+        messages=sum(len((g or {}).get("messages") or {}) for g in nd.messagegroups.values() if isinstance(g, dict)),
+        schemas=sum(len((g or {}).get("schemas") or {}) for g in nd.schemagroups.values() if isinstance(g, dict)),
+        notes=dict(sorted(nd.notes.items())),
     )
-    return catalog, problems
 
 
 def _alias_target(key: tuple[str, str], resolved: dict) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import Problem
+from ..problems import Problem
 
 CATALOG_SUFFIXES = (".json", ".cereg", ".xreg", ".yaml", ".yml")
 CATALOG_KEYS = ("messagegroups", "definitionGroups", "schemagroups", "schemaGroups", "endpoints")

@@ -20,7 +20,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import escape, pointer
+from ..problems import escape, pointer
 from ..records.cloudevents import is_envelope
 from ..records.protocols import BY_FAMILY
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from ..errors import Problem, split_pointer
+from ..problems import split_pointer
+from ..problems import Problem
 from ..records import cloudevents
 from ..records.protocols import BY_FAMILY
 from ..schemas.languages import language_of
@@ -73,59 +74,70 @@ def resolve_messages(
         for mid, msg in (group.get("messages") or {}).items()
         if (gid, mid) not in skip and isinstance(msg, dict)
     }
-    resolved: dict[Key, dict] = {}
-    failed: set[Key] = set()
-    problems: list[Problem] = []
+    resolver = _Resolver(index, origins, skip)
+    for key in index:
+        resolver.resolve(key, ())
+    return resolver.resolved, resolver.problems
 
-    def fail(key: Key, field: str, rule: str, text: str) -> None:
-        failed.add(key)
-        problems.append(Problem(origins[key].file, origins[key].translate([field]), rule, text))
 
-    def resolve(key: Key, stack: tuple[Key, ...]) -> dict | None:
-        if key in resolved:
-            return resolved[key]
-        if key in failed:
+class _Resolver:
+    """One catalog's messages resolved once each: `resolved` by key, `problems` of those that
+    could not be (a message whose target failed is not reported again)."""
+
+    def __init__(self, index: dict[Key, dict], origins: dict[Key, Origin], skip: set[Key]):
+        self.index, self.origins, self.skip = index, origins, skip
+        self.resolved: dict[Key, dict] = {}
+        self.failed: set[Key] = set()
+        self.problems: list[Problem] = []
+
+    def fail(self, key: Key, field: str, rule: str, text: str) -> None:
+        self.failed.add(key)
+        self.problems.append(Problem(self.origins[key].file, self.origins[key].translate([field]), rule, text))
+
+    def resolve(self, key: Key, stack: tuple[Key, ...]) -> dict | None:
+        if key in self.resolved:
+            return self.resolved[key]
+        if key in self.failed:
             return None
-        msg = index[key]
+        msg = self.index[key]
         if key in stack:
             members = stack[stack.index(key):]
             cycle = " -> ".join(xid(k) for k in members + (key,))
-            fail(key, "basemessage", "basemessage-cycle", f"basemessage cycle: {cycle}")
-            failed.update(members)  # one problem per cycle, not one per member
+            self.fail(key, "basemessage", "basemessage-cycle", f"basemessage cycle: {cycle}")
+            self.failed.update(members)  # one problem per cycle, not one per member
             return None
         for field, rule in (("xref", "xref-dangling"), ("basemessage", "basemessage-dangling")):
-            if field not in msg:
-                continue
-            target = message_key(msg[field])
-            if target in skip:  # the target is broken and already reported; say nothing more here
-                failed.add(key)
-                return None
-            if target is None or target not in index:
-                why = "absolute URLs are never fetched" if "://" in str(msg[field]) else "no such message in the catalog"
-                fail(key, field, rule, f"{field} {msg[field]!r} does not resolve: {why}")
-                return None
-            base = resolve(target, stack + (key,))
-            if base is None:  # the target's own problem is reported at the target
-                failed.add(key)
-                return None
-            if field == "xref":
-                out = {k: copy.deepcopy(v) for k, v in base.items() if k not in ("_own",)}
-                out["messageid"] = msg["messageid"]
-                out["xref"] = xid(target)
-                out["_chain"] = list(base.get("_chain", []))
-            else:
-                out = merge_definitions(base, msg)
-                out["basemessage"] = xid(target)
-                out["_chain"] = [xid(target), *base.get("_chain", [])]
-            out["_own"] = sorted(msg)
-            resolved[key] = out
-            return out
-        resolved[key] = {**copy.deepcopy(msg), "_own": sorted(msg), "_chain": []}
-        return resolved[key]
+            if field in msg:
+                return self._follow(key, msg, field, rule, stack)
+        self.resolved[key] = {**copy.deepcopy(msg), "_own": sorted(msg), "_chain": []}
+        return self.resolved[key]
 
-    for key in index:
-        resolve(key, ())
-    return resolved, problems
+    def _follow(self, key: Key, msg: dict, field: str, rule: str, stack: tuple[Key, ...]) -> dict | None:
+        """`msg` resolved through the message its `field` (xref or basemessage) names."""
+        target = message_key(msg[field])
+        if target in self.skip:  # the target is broken and already reported; say nothing more here
+            self.failed.add(key)
+            return None
+        if target is None or target not in self.index:
+            why = "absolute URLs are never fetched" if "://" in str(msg[field]) else "no such message in the catalog"
+            self.fail(key, field, rule, f"{field} {msg[field]!r} does not resolve: {why}")
+            return None
+        base = self.resolve(target, stack + (key,))
+        if base is None:  # the target's own problem is reported at the target
+            self.failed.add(key)
+            return None
+        if field == "xref":
+            out = {k: copy.deepcopy(v) for k, v in base.items() if k not in ("_own",)}
+            out["messageid"] = msg["messageid"]
+            out["xref"] = xid(target)
+            out["_chain"] = list(base.get("_chain", []))
+        else:
+            out = merge_definitions(base, msg)
+            out["basemessage"] = xid(target)
+            out["_chain"] = [xid(target), *base.get("_chain", [])]
+        out["_own"] = sorted(msg)
+        self.resolved[key] = out
+        return out
 
 
 def apply_group_defaults(msg: dict, group: dict) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..errors import Problem
+from ..problems import Problem
 from ..records import cloudevents
 from ..records.attributes import same_media_type
 from ..schemas.registry import registry_reference

@@ -9,7 +9,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from ..errors import Problem
+from ..problems import Problem
 from .normalize import NormalizedDocument, Origin
 
 SCHEMA_PATH = Path(__file__).with_name("message-model.schema.json")

@@ -286,20 +286,18 @@ def first_day(root: str | Location, layout: str | Layout | None = None) -> dt.da
 DEFAULT_START = "2026-11-01"  # the first partition of a landing zone with no day in it yet
 
 
-def open_file(path: str):
-    """A seekable binary reader of a local or remote file."""
-    if not uris.is_remote(path):
+def open_file(landing: Location | None, path: str):
+    """A seekable binary reader of a file below the landing root (`path` as listed; no root: a
+    local file)."""
+    if landing is None or not landing.remote:
         return open(path, "rb")
-    filesystem, inner = uris.filesystem(path)
-    return io.BufferedReader(filesystem.open_input_file(inner), buffer_size=REMOTE_BLOCK)
+    return io.BufferedReader(landing.filesystem.open_input_file(_inside(landing, path)), buffer_size=REMOTE_BLOCK)
 
 
-def head_of(path: str) -> bytes:
+def head_of(landing: Location | None, path: str) -> bytes:
     """A file's first bytes (its magic), in one small read (no buffer filled on object storage)."""
-    if not uris.is_remote(path):
+    if landing is None or not landing.remote:
         with open(path, "rb") as f:
             return f.read(formats.HEAD_BYTES)
-    filesystem, inner = uris.filesystem(path)
-    with filesystem.open_input_file(inner) as f:
+    with landing.filesystem.open_input_file(_inside(landing, path)) as f:
         return f.read_at(formats.HEAD_BYTES, 0)
-

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from ..uris import Location
 from . import formats
 from .listing import Landed, display_path, head_of, open_file
 
@@ -48,12 +49,12 @@ class Piece:
 
 
 
-def _cuts(landed: Landed, split: int) -> list[Piece]:
+def _cuts(landing: Location | None, landed: Landed, split: int) -> list[Piece]:
     """A JSON lines file cut at the first line break after every `split` bytes, with the line
     number each piece starts at (newlines counted block by block; no line is parsed here)."""
     path, size = landed.path, landed.size
     pieces, start, line = [], 0, 1
-    with open_file(path) as f:
+    with open_file(landing, path) as f:
         while start < size:
             target = start + split
             if target >= size:
@@ -80,7 +81,7 @@ def newlines(f, start: int, end: int) -> int:
     return count
 
 
-def _avro_cuts(landed: Landed, split: int) -> list[Piece]:
+def _avro_cuts(landing: Location | None, landed: Landed, split: int) -> list[Piece]:
     """An Avro object container file cut at block boundaries after every `split` bytes, with the
     number of the first record of each piece (each block's header says how many records it
     holds; fastavro reads the header and the counts, the data is skipped, not read). A file
@@ -91,7 +92,7 @@ def _avro_cuts(landed: Landed, split: int) -> list[Piece]:
     path, size = landed.path, landed.size
     cuts = [(0, 1)]  # (byte, first record)
     try:
-        with open_file(path) as f:
+        with open_file(landing, path) as f:
             fastavro.schemaless_reader(f, HEADER_SCHEMA, None)
             record = 1
             while f.tell() < size:
@@ -119,13 +120,13 @@ def row_group_starts(parquet) -> list[int]:
     return starts
 
 
-def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
+def _parquet_cuts(landing: Location | None, landed: Landed, split: int) -> list[Piece]:
     """A Parquet file cut at row groups after every `split` bytes (only its footer is read)."""
     import pyarrow.parquet as pq
 
     path, size = landed.path, landed.size
     try:
-        with open_file(path) as f:
+        with open_file(landing, path) as f:
             starts = row_group_starts(pq.ParquetFile(f))
     except Exception:  # noqa: BLE001 - any fault of the file is reported by reading it
         return [Piece(path, size=size, fields=landed.fields)]
@@ -137,26 +138,27 @@ def _parquet_cuts(landed: Landed, split: int) -> list[Piece]:
     return [Piece(path, start, end, kind="parquet", fields=landed.fields) for start, end in zip(cuts, bounds)]
 
 
-def _document_cuts(landed: Landed, split: int) -> list[Piece]:
+def _document_cuts(landing: Location | None, landed: Landed, split: int) -> list[Piece]:
     """A JSON text file cut as JSON lines when its first line is a whole JSON value and more
     follows (a Kafka Connect sink's `.json` files, one record a line), as reading tells them; one
     piece otherwise (one document, a batch array included, or values back to back)."""
-    with open_file(landed.path) as f:
+    with open_file(landing, landed.path) as f:
         first = f.readline(FIRST_LINE_BYTES)
         lines = first.endswith(b"\n") and f.tell() < landed.size and formats.is_json_value(first)
-    return _cuts(landed, split) if lines else [Piece(landed.path, size=landed.size, fields=landed.fields)]
+    return _cuts(landing, landed, split) if lines else [Piece(landed.path, size=landed.size, fields=landed.fields)]
 
 
 FIRST_LINE_BYTES = 10 << 20  # a longer first line: not read whole to decide
 CUTTERS = {"lines": _cuts, "document": _document_cuts, "avro": _avro_cuts, "parquet": _parquet_cuts}
 
 
-def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None) -> list[list[Piece]]:
-    """The pieces of the day's files packed into tasks of even size: a multiple of `parallelism`
-    tasks (so no core idles at the end), each of at most SPLIT_BYTES unless a single compressed
-    file is larger. A file larger than `target` bytes (by default the even share of one task) is
-    cut where its format allows (its first bytes say which); small files share tasks. Every
-    piece ends at the size the file was listed with."""
+def plan_tasks(landing: Location | None, files: list[Landed], parallelism: int,
+               target: int | None = None) -> list[list[Piece]]:
+    """The pieces of the day's files (below `landing`; None: local files) packed into tasks of
+    even size: a multiple of `parallelism` tasks (so no core idles at the end), each of at most
+    SPLIT_BYTES unless a single compressed file is larger. A file larger than `target` bytes (by
+    default the even share of one task) is cut where its format allows (its first bytes say
+    which); small files share tasks. Every piece ends at the size the file was listed with."""
     total = sum(f.size for f in files)
     parallelism = max(parallelism, 1)
     count = parallelism * max(1, -(-total // (SPLIT_BYTES * parallelism)))
@@ -165,9 +167,9 @@ def plan_tasks(files: list[Landed], parallelism: int, target: int | None = None)
         target = max(1, -(-total // count))
     pieces: list[tuple[int, Piece]] = []
     for f in files:
-        cut = CUTTERS.get(formats.sniff(head_of(f.path), f.name)) if f.size > target else None
+        cut = CUTTERS.get(formats.sniff(head_of(landing, f.path), f.name)) if f.size > target else None
         if cut is not None:
-            pieces += [(p.length, p) for p in cut(f, target)]
+            pieces += [(p.length, p) for p in cut(landing, f, target)]
         else:
             pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
     return pack(pieces, max(count, -(-total // target)) if total else 1)

@@ -21,6 +21,7 @@ from typing import Iterator
 
 import orjson
 
+from ..uris import Location
 from . import formats
 from .listing import open_file
 from .planning import BLOCK, Piece, row_group_starts
@@ -275,10 +276,10 @@ def _compressed(piece: Piece, kind: str, f) -> Iterator[tuple[int, object]]:
         yield line + 1, Corrupt(f"compressed file ({kind}) breaks off at line {line + 1}: {exc}")
 
 
-def read_piece(piece: Piece) -> Iterator[tuple[int, object]]:
-    """(position, raw bytes | TooLarge | Corrupt | Unsupported) of every record of a piece;
-    blank lines skipped."""
-    with open_file(piece.path) as f:
+def read_piece(landing: Location | None, piece: Piece) -> Iterator[tuple[int, object]]:
+    """(position, raw bytes | TooLarge | Corrupt | Unsupported) of every record of a piece of a
+    file below `landing` (None: a local file); blank lines skipped."""
+    with open_file(landing, piece.path) as f:
         if piece.kind == "lines":
             f.seek(piece.start)
             yield from _lines(f, piece.first_line, piece.end)

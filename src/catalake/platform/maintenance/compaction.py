@@ -56,45 +56,17 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
     None (merged by threads of this process). Returns a
     Compaction for each table-partition looked at that needed one."""
     run = uuid.uuid4().hex[:12]
-    folder = f"{PARTITION_COLUMN}={day.isoformat()}"
     clock = time.perf_counter()
     held = [name for name in names if store.has_partition(name, day)]  # a folder check: cheap
-
-    def look(name: str) -> tuple[int, list[PartFile]] | None:
-        if not store.exists(name):
-            return None
-        return store.version(name), store.partition_files(name, PARTITION_COLUMN, day)
-
-    with recovery.recorded(store.root, run, day, kind="compaction"), store.loaded_once():
-        # each log loaded once, in threads (delta-rs releases the GIL for part of a load): at a
-        # thousand tables the loads, not the merges, were most of a compaction's driver time
-        with ThreadPoolExecutor(max(1, min(store.commit_threads, len(held)))) as pool:
-            looked = list(pool.map(look, held))
-        plans: dict[str, tuple[int, list[PartFile], list[Merge]]] = {}
-        count = 0
-        for name, found in zip(held, looked):
-            if found is None or len(found[1]) < min_files:
-                continue
-            version, files = found
-            groups = merge_groups(files, target)
-            if groups:
-                plans[name] = (version, files, [Merge(name, g, f"{folder}/part-{run}-compacted-{count + i}.zstd.parquet")
-                                       for i, g in enumerate(groups)])
-                count += len(groups)
+    with recovery.recorded(store.location, run, day, kind="compaction"), store.loaded_once():
+        plans = _plans(store, held, day, run, target, min_files)
         if not plans:
             return []
         merges = [m for _, _, planned in plans.values() for m in planned]
         progress(f"{day}: compacting {sum(len(m.inputs) for m in merges)} file(s) of {len(plans)} table(s) into {len(merges)}")
         seconds = {"planning": time.perf_counter() - clock}
         clock = time.perf_counter()
-        # merges the driver's threads do (merging.DRIVER_MERGE_BYTES) start no Spark session
-        small = sum(merge_bytes(m) for m in merges) <= DRIVER_MERGE_BYTES
-        session = None if spark is None or small else (spark if is_session(spark) else spark())
-        try:
-            outputs = dict(zip([m.output for m in merges], run_merges(session, store.root, merges)))
-        except BaseException:
-            store.remove_uncommitted(run, day, list(plans))
-            raise
+        outputs = _merged(spark, store, merges, run, day, list(plans))
         seconds["merges"] = time.perf_counter() - clock
         clock = time.perf_counter()
         # one Delta transaction per table, in threads (as a full run commits: runs/day.py)
@@ -105,6 +77,49 @@ def compact_day(spark, store: DeltaStore, names: Sequence[str], day: dt.date, *,
         progress(f"{day}: compacted {sum(1 for c in done if c.skipped is None)} table(s) in "
                  + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
         return done
+
+
+def _plans(store: DeltaStore, held: list[str], day: dt.date, run: str, target: int,
+           min_files: int) -> dict[str, tuple[int, list[PartFile], list[Merge]]]:
+    """Per table of `held` that needs a compaction: the version looked at, its files of the
+    partition, and the merges that bound them."""
+    folder = f"{PARTITION_COLUMN}={day.isoformat()}"
+
+    def look(name: str) -> tuple[int, list[PartFile]] | None:
+        if not store.exists(name):
+            return None
+        return store.version(name), store.partition_files(name, PARTITION_COLUMN, day)
+
+    # each log loaded once, in threads (delta-rs releases the GIL for part of a load): at a
+    # thousand tables the loads, not the merges, were most of a compaction's driver time
+    with ThreadPoolExecutor(max(1, min(store.commit_threads, len(held)))) as pool:
+        looked = list(pool.map(look, held))
+    plans: dict[str, tuple[int, list[PartFile], list[Merge]]] = {}
+    count = 0
+    for name, found in zip(held, looked):
+        if found is None or len(found[1]) < min_files:
+            continue
+        version, files = found
+        groups = merge_groups(files, target)
+        if groups:
+            plans[name] = (version, files, [Merge(name, g, f"{folder}/part-{run}-compacted-{count + i}.zstd.parquet")
+                                            for i, g in enumerate(groups)])
+            count += len(groups)
+    return plans
+
+
+def _merged(spark, store: DeltaStore, merges: list[Merge], run: str, day: dt.date,
+            tables: list[str]) -> dict[str, PartFile]:
+    """Each merge's output file by its path, merged by threads of this process or a Spark job;
+    a failure removes the merges' files of `tables`."""
+    # merges the driver's threads do (merging.DRIVER_MERGE_BYTES) start no Spark session
+    small = sum(merge_bytes(m) for m in merges) <= DRIVER_MERGE_BYTES
+    session = None if spark is None or small else (spark if is_session(spark) else spark())
+    try:
+        return dict(zip([m.output for m in merges], run_merges(session, store.location, merges)))
+    except BaseException:
+        store.remove_uncommitted(run, day, tables)
+        raise
 
 
 def _commit(store: DeltaStore, name: str, day: dt.date, read_version: int, files: list[PartFile], planned: list[Merge],

@@ -34,7 +34,7 @@ class Vacuumed:
 def vacuum_warehouse(store: DeltaStore, names: Sequence[str], *, retention_hours: float, dry_run: bool = False,
                      progress: Callable[[str], None] = lambda message: None) -> list[Vacuumed]:
     """Vacuum each table of `names` (tables that do not exist are passed over)."""
-    protect = recovery.protected(store.root)  # first: a run starting later writes files newer than the vacuum
+    protect = recovery.protected(store.location)  # first: a run starting later writes files newer than the vacuum
     results = []
     for name in names:
         if not store.exists(name):

@@ -5,7 +5,7 @@ data docs pages.
   per-expectation numbers (evaluation.py) become GX validation results (`ExpectationSuiteValidationResult`,
   one `ExpectationValidationResult` per expectation) in GX's own serialization, stored per table and
   partition with the partition and the Dagster run as run name, where the GX context under the
-  warehouse keeps them (referee.py). Written without importing GX (it takes seconds, and a run
+  warehouse keeps them (validator.py). Written without importing GX (it takes seconds, and a run
   must not wait for it); tests load them back through GX. No data is read for this: GX's engine
   does not run, only its document format is used.
 * `day_page` / `annotate_page`: the data docs page of a stored result

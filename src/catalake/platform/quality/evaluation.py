@@ -25,16 +25,7 @@ from typing import Any, Callable
 from ..patterns import PatternError, compile_pattern
 from ..schemas.compiled import failing
 from ..schemas.payload import shown
-from .expectations import (
-    BETWEEN,
-    ERROR,
-    IN_SET,
-    LENGTHS_BETWEEN,
-    MATCH_REGEX,
-    NOT_NULL,
-    OF_TYPE,
-    Expectation,
-)
+from .expectations import BETWEEN, ERROR, IN_SET, LENGTHS_BETWEEN, MATCH_REGEX, NOT_NULL, OF_TYPE, Expectation
 
 EXAMPLES = 5
 

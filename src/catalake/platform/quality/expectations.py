@@ -13,7 +13,7 @@ check the classifier runs cannot drift apart.
 
 Columns are addressed by their path (`data.fare.amount`); GX's Spark engine resolves nested
 fields. Array sizes (`minItems`/`maxItems`) are checked on derived columns (`size(data.stops)`)
-that the suite lists in `meta["catalake.derived_columns"]` and the referee adds to the frame.
+that the suite lists in `meta["catalake.derived_columns"]` and the validator adds to the frame.
 Constraints inside arrays and maps are per element: they are no column expectation and stay with
 the payload typing (payload.py), which dead-letters the record instead.
 
@@ -141,7 +141,7 @@ def _expect(expectation_type: str, severity: str, rule: str, source: str, column
     path = path if path is not None else (column,)
     if measure is None and any("`" in p for p in path):
         # GX on Spark cannot address a field whose name holds a backtick, quoted or not: it
-        # validates a derived top-level copy of it instead (referee.validation_frame)
+        # validates a derived top-level copy of it instead (validator.validation_frame)
         column, measure = "__".join(re.sub(r"[^A-Za-z0-9_]", "_", p) for p in path), "copy"
     return Expectation(expectation_type, column, kwargs, rule, source, severity, ".".join(path), path, guard, measure)
 

@@ -32,7 +32,7 @@ from ..jsonvalues import as_text, rfc3339
 from ..records import cloudevents, strictjson
 from ..records.attributes import PARSERS, column_value
 from ..records.record import normalize, record_fault
-from ..schemas.compiled import Batch, Node, column_of, compile_columns, timestamps
+from ..schemas.compiled import Findings, Node, column_of, compile_columns, timestamps
 
 GROUP_ROWS = 4096  # a table's waiting records become one batch when it has this many
 # at most this many lines, and this many of their bytes, of a task wait in groups (then every
@@ -138,21 +138,21 @@ class BulkTable:
     def decide(self, events: list, matches: tuple, files: tuple, lines: tuple, fields: tuple) -> tuple[pa.RecordBatch, set[int], dict, dict]:
         """The group's rows as one batch, the records it is not sure of, and the typed values by
         path (what the suite tests)."""
-        batch = Batch()
+        findings = Findings()
         arrays = []
         for (name, source), field in zip(self.spec.sources, self.spec.schema):
-            arrays.append(self._column(name, source, field.type, events, matches, files, lines, fields, batch))
+            arrays.append(self._column(name, source, field.type, events, matches, files, lines, fields, findings))
         for name in cloudevents.JSON_STRINGS:  # what an expectation on an attribute without a column tests
-            if (name,) not in batch.values and name in self.attributes:
-                batch.values[(name,)] = column_of(events, self.attributes[name])
-        return pa.RecordBatch.from_arrays(arrays, schema=self.spec.schema), batch.bad, batch.values, batch.typed
+            if (name,) not in findings.values and name in self.attributes:
+                findings.values[(name,)] = column_of(events, self.attributes[name])
+        return pa.RecordBatch.from_arrays(arrays, schema=self.spec.schema), findings.bad, findings.values, findings.typed
 
-    def _column(self, name: str, source: tuple, arrow_type: pa.DataType, events, matches, files, lines, fields, batch: Batch) -> pa.Array:
+    def _column(self, name: str, source: tuple, arrow_type: pa.DataType, events, matches, files, lines, fields, findings: Findings) -> pa.Array:
         kind, size = source[0], len(events)
         if kind == "data":
-            return self.payload.run(column_of(events, "data"), batch)
+            return self.payload.run(column_of(events, "data"), findings)
         if kind == "attribute":
-            return self._attribute(source[1], source[2], arrow_type, events, batch)
+            return self._attribute(source[1], source[2], arrow_type, events, findings)
         if kind == "other_attributes":  # the decoder took no undeclared attribute: every map empty
             return pa.MapArray.from_arrays(pa.array([0] * (size + 1), pa.int32()), pa.array([], pa.string()),
                                            pa.array([], pa.string()), type=arrow_type)
@@ -167,12 +167,12 @@ class BulkTable:
         elif kind == "ingested_at":
             return pa.repeat(pa.scalar(self.ingested_at, arrow_type), size)
         else:  # protocol, its metadata and binding columns, dropped columns: a structured event has none
-            batch.values[(name,)] = [None] * size
+            findings.values[(name,)] = [None] * size
             return pa.nulls(size, arrow_type)
-        batch.values[(name,)] = values
+        findings.values[(name,)] = values
         return pa.array(values, arrow_type)
 
-    def _attribute(self, name: str, kind: str, arrow_type: pa.DataType, events, batch: Batch) -> pa.Array:
+    def _attribute(self, name: str, kind: str, arrow_type: pa.DataType, events, findings: Findings) -> pa.Array:
         """A CloudEvents attribute's column, as classifier `_attribute` reads it."""
         values = column_of(events, self.attributes[name])
         if name not in cloudevents.JSON_STRINGS:  # an extension attribute: as text (record.py)
@@ -180,12 +180,12 @@ class BulkTable:
         if name == "datacontenttype":
             values = [JSON_CONTENT if v is None else v for v in values]
         elif name == "time" or kind == "timestamp":
-            batch.values[(name,)] = values
-            batch.typed[(name,)] = rfc3339
-            return timestamps(values, arrow_type, batch)
+            findings.values[(name,)] = values
+            findings.typed[(name,)] = rfc3339
+            return timestamps(values, arrow_type, findings)
         elif kind in PARSERS:
             values = [column_value(kind, v) for v in values]
-        batch.values[(name,)] = values
+        findings.values[(name,)] = values
         return pa.array(values, arrow_type)
 
 

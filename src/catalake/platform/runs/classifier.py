@@ -40,17 +40,9 @@ from ..schemas import keys
 from ..schemas.coverage import uncompiled
 from ..schemas.languages import BY_FAMILY as LANGUAGES
 from ..schemas.payload import compile_payload
-from ..schemas.validators import (
-    MAX_ERRORS,
-    ValidatorSpec,
-    jsonschema_rule,
-    jsonschema_validator,
-    schema_errors,
-)
-from ..uris import adopt, relative
+from ..schemas.validators import MAX_ERRORS, ValidatorSpec, jsonschema_rule, jsonschema_validator, schema_errors
 from ..warehouse.arrowschemas import arrow_schema
-from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, DeadLetterRow
-from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.deadletters import DEADLETTER_TABLE, NOT_JSON, SCHEMA as DEADLETTER_SCHEMA, DeadLetterRow
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable
 from .bulk import Bulk
@@ -110,6 +102,35 @@ def _getter(source: tuple, declared: set, ingested) -> Callable[[Record, Match],
     return None  # data and lineage
 
 
+def _column_sources(table: MessageTable, declared: set) -> list[tuple[str, tuple]]:
+    """Each stored column of the table (all but the partition column, in order) with where its
+    value comes from: `(kind, ...)`, as _getter reads it."""
+    message = table.message
+    named = message.placeholders  # parsed from the definition's templates on each access
+    placeholders = {f"placeholder_{n}": n for n in named}
+    binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
+    sources = []
+    for f in table.schema.fields:
+        name = f.name
+        if name == PARTITION_COLUMN:
+            continue  # a partition value, not stored in the files
+        if name in ("data", "other_attributes", "protocol", "protocol_metadata"):
+            source: tuple = (name,)
+        elif name in binding_columns and name not in named:
+            source = ("binding", binding_columns[name])
+        elif name in ("source_file", "source_line", "source_fields", "ingested_at"):
+            source = (name,)
+        elif name in placeholders or (name in named and name not in declared):
+            source = ("placeholder", placeholders.get(name, name))
+        elif name in declared:
+            decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}
+            source = ("attribute", name, str(decl.get("type", "string")).lower())
+        else:  # a column an older catalog version added: kept, null from now on
+            source = ("dropped",)
+        sources.append((name, source))
+    return sources
+
+
 class TableSpec:
     """How a matched record becomes a row of one table."""
 
@@ -133,29 +154,8 @@ class TableSpec:
         self.jsonschema = jsonschema_validator(spec.content, spec.document) if self.uncompiled else None
         is_ce = cloudevents.is_envelope(message.envelope)
         declared = (set(message.attributes) | set(cloudevents.BY_NAME)) if is_ce else set()
-        named = message.placeholders  # parsed from the definition's templates on each access
-        placeholders = {f"placeholder_{n}": n for n in named}
-        binding_columns = {c.name: c for b in BINDINGS.values() for c in b.columns}
         ingested = plan.ingested_at
-        sources = []  # per column, where its value comes from (both paths read this)
-        for f in table.schema.fields:
-            name = f.name
-            if name == PARTITION_COLUMN:
-                continue  # a partition value, not stored in the files
-            if name in ("data", "other_attributes", "protocol", "protocol_metadata"):
-                source: tuple = (name,)
-            elif name in binding_columns and name not in named:
-                source = ("binding", binding_columns[name])
-            elif name in ("source_file", "source_line", "source_fields", "ingested_at"):
-                source = (name,)
-            elif name in placeholders or (name in named and name not in declared):
-                source = ("placeholder", placeholders.get(name, name))
-            elif name in declared:
-                decl = message.attributes.get(name) if isinstance(message.attributes.get(name), dict) else {}
-                source = ("attribute", name, str(decl.get("type", "string")).lower())
-            else:  # a column an older catalog version added: kept, null from now on
-                source = ("dropped",)
-            sources.append((name, source))
+        sources = _column_sources(table, declared)  # per column, where its value comes from (both paths read this)
         self.sources = sources
         self.declared = declared
         names = [name for name, _ in sources]
@@ -271,7 +271,7 @@ class Classifier:
 
     def source_file(self, piece: Piece) -> str:
         """A piece's file as rows name it (`source_file`): below the landing root, shown escaped."""
-        return display_path(relative(self.plan.landing, piece.path) if self.plan.landing else piece.path)
+        return display_path(self.plan.landing.relative(piece.path) if self.plan.landing else piece.path)
 
     def landed(self, obj, line: int):
         """A landed JSON value as the record it is: a value of a Kafka topic's file that is no
@@ -299,10 +299,10 @@ class Classifier:
             for piece in pieces:
                 shown = self.source_file(piece)
                 self.source(shown, piece.fields)
-                for line, raw in read_piece(piece):
+                for line, raw in read_piece(self.plan.landing, piece):
                     yield shown, line, raw
 
-        bulk = Bulk(self) if self.plan.batch else None
+        bulk = Bulk(self) if self.plan.compiled else None
         return self._task(task, records(), self.classify if bulk is None else bulk.offer, bulk, day)
 
     def replay(self, task: str, rows: Iterable[dict]) -> TaskResult:
@@ -468,7 +468,7 @@ class Classifier:
         for piece in pieces:
             shown = self.source_file(piece)
             self.source(shown, piece.fields)
-            for line, raw in read_piece(piece):
+            for line, raw in read_piece(self.plan.landing, piece):
                 if not isinstance(raw, bytes):
                     continue
                 try:
@@ -542,7 +542,6 @@ _cache: dict = {}
 def classifier_for(plan: Plan) -> Classifier:
     """One compiled classifier per run in a worker process (Python workers are reused across tasks)."""
     key = plan.run
-    adopt(plan.storage)
     if key not in _cache:
         _cache.clear()
         remove_dead_spills()

@@ -25,17 +25,17 @@ from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from .. import layouts, uris
+from .. import layouts
+from ..defaults import LAYOUT, TARGET_FILE_BYTES
 from ..errors import StorageError
 from ..landing.listing import DayListing, check_root, display_path, list_day
 from ..landing.planning import Piece, plan_tasks, tiling_faults
 from ..uris import Location
-from ..warehouse.deadletters import DEADLETTER_TABLE
-from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
-from ..warehouse.merging import TARGET_FILE_BYTES, Merge, merge_groups, run_merges
+from ..warehouse.merging import Merge, merge_groups, run_merges
 from ..warehouse.message_tables import MessageTable, sync_message_tables
-from ..warehouse.store import DeltaStore
+from ..warehouse.store import Committed, DeltaStore
 from . import ledger, recovery
 from .plan import Plan, new_plan
 from .results import Merged, PartitionResult, table_quality
@@ -65,9 +65,9 @@ def classify_days(
     strict: bool = False,
     ingested_at: dt.datetime | None = None,
     local_bytes: int = 0,
-    layout: str = "day",
+    layout: str = LAYOUT,
     target_file_bytes: int = TARGET_FILE_BYTES,
-    batch: bool = True,
+    compiled: bool = True,
     progress=lambda message: None,
 ) -> dict[dt.date, PartitionResult]:
     """Classify and write a day, or a range of days in one pass: one plan over all the days'
@@ -81,9 +81,35 @@ def classify_days(
     days = sorted(set(days))
     clock = time.perf_counter()
     landing = check_root(landing)  # the root, opened once: what follows asks its fields
-    plan = new_plan(tables, store.root, days[0], ingested_at=ingested_at, write=only, strict=strict,
-                    storage=uris.storage_environment(), landing=landing.uri, batch=batch)
-    where = layouts.parse(layout)
+    plan = new_plan(tables, store.location, days[0], ingested_at=ingested_at, write=only, strict=strict,
+                    landing=landing, compiled=compiled)
+    listings = _list_days(landing, days, layouts.parse(layout), progress)
+    files = [f for listing in listings.values() for f in listing.files]
+    seconds = {"listing": time.perf_counter() - clock}
+    clock = time.perf_counter()
+    engine, session = engine_for(sum(f.size for f in files), local_bytes, spark)
+    seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
+    tasks = _checked_tasks(landing, listings, files, session, days)
+    progress(f"{_span(days)}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
+    # this run replaces the days' partitions: a stopped replay's commits are moot
+    with day_run(store, plan, tables, days, replace=True, sweep=True, progress=progress) as sweep:
+        merged, fed = _run_tasks(session, store, plan, tasks, days, target_file_bytes, seconds, progress)
+        clock = time.perf_counter()
+        results = _commit_and_record(store, plan, tables, merged, fed, sweep, only, landing, listings, progress)
+        seconds["commits"] = time.perf_counter() - clock
+        _describe_results(results, listings, seconds, engine)
+        return results
+
+
+def _span(days: Sequence[dt.date]) -> str:
+    """How a message names the run's days: the day, or the first to the last."""
+    return f"{days[0]}" if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
+def _list_days(landing: Location, days: Sequence[dt.date], where: layouts.Layout,
+               progress) -> dict[dt.date, DayListing]:
+    """Each day's files listed, then what of each day is not read said: links skipped, files
+    ignored, a day without its folder."""
     listings = {day: list_day(landing, day, where) for day in days}
     for day, listing in listings.items():
         for path in listing.skipped:
@@ -93,56 +119,72 @@ def classify_days(
         if listing.missing:
             progress(f"{day}: WARNING: no folder of this day in the landing zone {landing.uri} "
                      f"({where.describe(day)}, layout {where.name}): nothing was read")
-    files = [f for listing in listings.values() for f in listing.files]
-    seconds = {"listing": time.perf_counter() - clock}
-    clock = time.perf_counter()
-    engine, session = engine_for(sum(f.size for f in files), local_bytes, spark)
-    seconds["spark_start"] = time.perf_counter() - clock  # waiting for the session (started early by the CLI)
-    tasks = plan_day_tasks(listings, parallelism(session) if session is not None else (os.cpu_count() or 2))
+    return listings
+
+
+def _checked_tasks(landing: Location, listings: Mapping[dt.date, DayListing], files: list, session,
+                   days: Sequence[dt.date]) -> list[Task]:
+    """The days' tasks (plan_day_tasks), refused unless they read every landed byte once."""
+    tasks = plan_day_tasks(landing, listings, parallelism(session) if session is not None else (os.cpu_count() or 2))
     faults = tiling_faults(files, [[p for _, pieces in task for p in pieces] for task in tasks])
-    span = f"{days[0]}" if len(days) == 1 else f"{days[0]} to {days[-1]}"
     if faults:  # never expected: the planner cuts each file once, at line ends
-        raise StorageError(f"{span}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
-    progress(f"{span}: {len(files)} landed file(s) in {len(tasks)} task(s) on {engine.describe()}")
-    # this run replaces the days' partitions: a stopped replay's commits are moot
-    with day_run(store, plan, tables, days, replace=True, sweep=True, progress=progress) as sweep:
-        clock = time.perf_counter()
-        merged = execute(plan, tasks, session)
-        merged = {day: merged.get(day) or Merged() for day in days}
-        seconds["job"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        fed = {day: set(m.written) for day, m in merged.items()}
-        for day, written in bounded_files(session, store, plan, {d: m.written for d, m in merged.items()},
-                                          target_file_bytes, progress).items():
-            merged[day].written = written
-        seconds["merge"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        for day in days:
-            ledger.forget(store.root, day)  # the day is read anew: what increments read is moot
-        results = _commit(store, plan, tables, merged, progress)
-        for day in days:
-            sweep.committed(day, fed[day], {os.path.basename(f.path) for files in merged[day].written.values() for f in files})
-            if only is None:  # every table now holds what these files hold: increments go on from here
-                ledger.record_full(store.root, day, plan.run, listings[day].files, merged[day].kept())
-        seconds["commits"] = time.perf_counter() - clock
-        for day, result in results.items():
-            listing = listings[day]
-            result.seconds = {k: round(v, 3) for k, v in seconds.items()}
-            result.engine = engine
-            result.skipped = [display_path(p) for p in listing.skipped]
-            result.ignored = [display_path(p) for p in listing.ignored]
-            result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
-        return results
+        raise StorageError(f"{_span(days)}: the plan would not read every landed byte once: {'; '.join(faults[:5])}")
+    return tasks
 
 
-def plan_day_tasks(listings: Mapping[dt.date, DayListing], cores: int) -> list[Task]:
+def _run_tasks(session, store: DeltaStore, plan: Plan, tasks: list[Task], days: Sequence[dt.date], target: int,
+               seconds: dict[str, float], progress) -> tuple[dict[dt.date, Merged], dict[dt.date, set[str]]]:
+    """The run's job, then each table's files of each day bounded (bounded_files). Returns each
+    day's summary and the tables its tasks wrote files into; `seconds` gets the job's and the
+    merge's times."""
+    clock = time.perf_counter()
+    merged = execute(plan, tasks, session)
+    merged = {day: merged.get(day) or Merged() for day in days}
+    seconds["job"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    fed = {day: set(m.written) for day, m in merged.items()}
+    for day, written in bounded_files(session, store, plan, {d: m.written for d, m in merged.items()},
+                                      target, progress).items():
+        merged[day].written = written
+    seconds["merge"] = time.perf_counter() - clock
+    return merged, fed
+
+
+def _commit_and_record(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: dict[dt.date, Merged],
+                       fed: dict[dt.date, set[str]], sweep: Sweep, only: set[str] | None, landing: Location,
+                       listings: Mapping[dt.date, DayListing], progress) -> dict[dt.date, PartitionResult]:
+    """The days' commits (_commit), then per day what the sweep looks at and, when the run wrote
+    every table, the day's ledger of a full run."""
+    for day in merged:
+        ledger.forget(store.location, day)  # the day is read anew: what increments read is moot
+    results = _commit(store, plan, tables, merged, progress)
+    for day, m in merged.items():
+        sweep.committed(day, fed[day], {os.path.basename(f.path) for files in m.written.values() for f in files})
+        if only is None:  # every table now holds what these files hold: increments go on from here
+            ledger.record_full(store.location, landing, day, plan.run, listings[day].files, m.kept())
+    return results
+
+
+def _describe_results(results: dict[dt.date, PartitionResult], listings: Mapping[dt.date, DayListing],
+                      seconds: dict[str, float], engine) -> None:
+    """Each day's result given the run's times and engine, and what its listing found."""
+    for day, result in results.items():
+        listing = listings[day]
+        result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+        result.engine = engine
+        result.skipped = [display_path(p) for p in listing.skipped]
+        result.ignored = [display_path(p) for p in listing.ignored]
+        result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
+
+
+def plan_day_tasks(landing: Location, listings: Mapping[dt.date, DayListing], cores: int) -> list[Task]:
     """The days' files cut into pieces and packed into tasks as one plan (plan_tasks: a range
     of small days is a few tasks, not one a day), each task's pieces grouped by their day."""
     day_of = {f.path: day for day, listing in listings.items() for f in listing.files}
     if not day_of:
         return []
     tasks = []
-    for pieces in plan_tasks([f for listing in listings.values() for f in listing.files], cores):
+    for pieces in plan_tasks(landing, [f for listing in listings.values() for f in listing.files], cores):
         days: dict[dt.date, list[Piece]] = {}
         for piece in pieces:
             days.setdefault(day_of[piece.path], []).append(piece)
@@ -169,7 +211,7 @@ def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[dt.date,
                        for i, group in enumerate(groups)]
     if not merges:
         return written
-    outputs = run_merges(session, store.root, [merge for _, merge in merges])
+    outputs = run_merges(session, store.location, [merge for _, merge in merges])
     for (day, merge), output in zip(merges, outputs):
         kept[day][merge.table].append(output)
     days = sorted({day for day, _ in merges})
@@ -207,7 +249,7 @@ def day_run(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], days:
     for day in days:
         recovery.recover_day(store, day, names, replace=replace, progress=progress)
     swept = Sweep(names, days)
-    with recovery.recorded(store.root, plan.run, days, kind="run"):
+    with recovery.recorded(store.location, plan.run, days, kind="run"):
         try:
             yield swept
         except BaseException:
@@ -230,16 +272,47 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         progress(f"{day}: {m.records} record(s) classified in {m.tasks} task(s)")
 
     writes = plan.write
-    # per day, every table the day feeds and every table that held rows of it before (emptied)
+    touched = _touched(store, tables, merged, writes)
+    deadletters = writes is None or DEADLETTER_TABLE in writes
+    committed = _commit_tables(store, tables, merged, touched, deadletters)
+    for name, by_day in committed.items():
+        for day, c in by_day.items():
+            results[day].versions[name] = c.version
+            results[day].stored[name] = c.rows
+            results[day].partition_files[name] = c.files
+    progress(f"{plan.day if len(days) == 1 else f'{days[0]} to {days[-1]}'}: committed {len(committed)} table(s)")
+
+    for day, result in results.items():
+        m = merged[day]
+        for table in touched[day]:
+            result.written.append(table.name)
+            result.tables[table.message.xid] = m.rows.get(table.name, 0)
+            if table.name in m.tallies:
+                result.quality[table.name] = table_quality(table, m.tallies[table.name], plan.strict)
+        if deadletters:
+            result.written.append(DEADLETTER_TABLE)
+    return results
+
+
+def _touched(store: DeltaStore, tables: Sequence[MessageTable], merged: dict[dt.date, Merged],
+             writes: frozenset[str] | None) -> dict[dt.date, list[MessageTable]]:
+    """Per day, every table the day feeds and every table that held rows of it before (emptied)."""
+    days = list(merged)
     candidates = [t for t in tables if writes is None or t.name in writes]
     if len(days) == 1:
         held = {t.name: {days[0]} if store.has_partition(t.name, days[0]) else set() for t in candidates}
     else:  # one listing a table, not one a table and day
         held = {t.name: store.partition_days(t.name) for t in candidates}
-    touched = {day: [t for t in candidates if t.name in merged[day].rows or day in held[t.name]] for day in days}
+    return {day: [t for t in candidates if t.name in merged[day].rows or day in held[t.name]] for day in days}
+
+
+def _commit_tables(store: DeltaStore, tables: Sequence[MessageTable], merged: dict[dt.date, Merged],
+                   touched: dict[dt.date, list[MessageTable]], deadletters: bool) -> dict[str, dict[dt.date, Committed]]:
+    """Each touched table (and the dead-letter table when `deadletters`) created or evolved as
+    the catalog says, then committed with its files of each day it touches, in threads."""
+    days = list(merged)
     touched_names = {day: {t.name for t in found} for day, found in touched.items()}
     names = list(dict.fromkeys(t.name for day in days for t in touched[day]))
-    deadletters = writes is None or DEADLETTER_TABLE in writes
     loads = names + ([DEADLETTER_TABLE] if deadletters else [])
     # each table's log loaded once, all of them first and in threads, for the sync, the commit and the count
     with store.loaded_once(loads, threads=store.commit_threads):
@@ -254,25 +327,8 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         if stray:
             raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
         with ThreadPoolExecutor(min(store.commit_threads, max(len(commits), 1))) as pool:
-            committed = dict(zip(commits, pool.map(
+            return dict(zip(commits, pool.map(
                 lambda item: store.commit_partitions(item[0], item[1], PARTITION_COLUMN), commits.items())))
-    for name, by_day in committed.items():
-        for day, c in by_day.items():
-            results[day].versions[name] = c.version
-            results[day].stored[name] = c.rows
-            results[day].partition_files[name] = c.files
-    progress(f"{plan.day if len(days) == 1 else f'{days[0]} to {days[-1]}'}: committed {len(commits)} table(s)")
-
-    for day, result in results.items():
-        m = merged[day]
-        for table in touched[day]:
-            result.written.append(table.name)
-            result.tables[table.message.xid] = m.rows.get(table.name, 0)
-            if table.name in m.tallies:
-                result.quality[table.name] = table_quality(table, m.tallies[table.name], plan.strict)
-        if deadletters:
-            result.written.append(DEADLETTER_TABLE)
-    return results
 
 
 def ensure_deadletter(store: DeltaStore) -> None:

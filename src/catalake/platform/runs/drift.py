@@ -222,16 +222,16 @@ def deadletter_rows(warehouse, day: dt.date) -> list[dict]:
     """The day's `no_match` and `ambiguous` dead letters (the columns the report reads)."""
     from deltalake import DeltaTable
 
-    from .. import uris
+    from ..uris import Location
     from ..warehouse.deadletters import DEADLETTER_TABLE
     from ..warehouse.files import read_snapshot
 
-    path = uris.join(uris.normalize(warehouse), DEADLETTER_TABLE)
-    options = uris.delta_options(path)
-    if not DeltaTable.is_deltatable(path, storage_options=options):
+    location = Location.of(warehouse).child(DEADLETTER_TABLE)
+    options = location.delta_options()
+    if not DeltaTable.is_deltatable(location.uri, storage_options=options):
         return []
     table = read_snapshot(
-        DeltaTable(path, storage_options=options), path, partitions=[("event_date", "=", day.isoformat())],
+        DeltaTable(location.uri, storage_options=options), location, partitions=[("event_date", "=", day.isoformat())],
         columns=["reason", "raw", "source_file", "source_line", "candidates"],
         filters=[("reason", "in", ["no_match", "ambiguous"])],
     )

@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
-from .. import uris
-from ..landing.listing import check_root, list_day
-from ..landing.planning import pack
+from ..defaults import LAYOUT
+from ..landing.listing import DayListing, check_root, list_day
+from ..landing.planning import Piece, pack
 from ..uris import Location
 from ..warehouse.deadletters import DEADLETTER_TABLE
 from ..warehouse.files import PARTITION_COLUMN
@@ -42,8 +42,8 @@ def classify_increment(
     strict: bool = False,
     ingested_at: dt.datetime | None = None,
     local_bytes: int = 0,
-    layout: str = "day",
-    batch: bool = True,
+    layout: str = LAYOUT,
+    compiled: bool = True,
     progress=lambda message: None,
 ) -> PartitionResult:
     """Classify what landed for `day` since its last run and append it to the tables: new files
@@ -52,23 +52,51 @@ def classify_increment(
     the result says why (`fallback`). The quality results and `stored` are the day's, over all
     its increments; `tables` counts the rows this increment added."""
     clock = time.perf_counter()
-    day_ledger = ledger.load(store.root, day)
+    day_ledger = ledger.load(store.location, day)
     landing = check_root(landing)  # the root, opened once
     listing = list_day(landing, day, layout)
+    pending, pieces, reads, why = _to_read(landing, day_ledger, listing)
+    if why is not None:
+        progress(f"{day}: a full run instead of an increment: {why}")
+        result = classify_partition(spark, store, tables, landing, day, strict=strict, ingested_at=ingested_at,
+                                    local_bytes=local_bytes, layout=layout, compiled=compiled, progress=progress)
+        result.kind, result.fallback = "full", why
+        result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
+        return result
+    plan = new_plan(tables, store.location, day, ingested_at=ingested_at, write=None, strict=strict,
+                    landing=landing, compiled=compiled)
+    entry, pieces = _entry(store, plan, day_ledger, pending, pieces, reads, progress)
+    seconds = {"listing": time.perf_counter() - clock}
+    result = _increment_result(day, listing, pieces)
+    if pieces:
+        _run_increment(spark, store, tables, plan, pieces, day_ledger, entry, local_bytes, result, seconds, progress)
+    else:
+        progress(f"{day}: nothing new since the last run")
+    result.day_records = sum(i.get("records", 0) for i in day_ledger["increments"] if i["done"])
+    _day_quality(plan, tables, day_ledger, result)
+    result.seconds = {k: round(v, 3) for k, v in seconds.items()}
+    return result
+
+
+def _to_read(landing: Location, day_ledger: dict | None,
+             listing: DayListing) -> tuple[dict | None, list[Piece], dict, str | None]:
+    """What the increment reads: the entry of an increment stopped before its commits (its
+    pieces are read again), or the new pieces and what they read of each file (ledger.plan);
+    or why the day gets a full run instead."""
     pending = next((i for i in day_ledger["increments"] if not i["done"]), None) if day_ledger else None
     why = "no run of the day is recorded" if day_ledger is None else None
     pieces, reads = [], {}
     if day_ledger is not None and pending is None:
-        pieces, reads, why = ledger.plan(day_ledger, listing.files)
-    if why is not None:
-        progress(f"{day}: a full run instead of an increment: {why}")
-        result = classify_partition(spark, store, tables, landing, day, strict=strict, ingested_at=ingested_at,
-                                    local_bytes=local_bytes, layout=layout, batch=batch, progress=progress)
-        result.kind, result.fallback = "full", why
-        result.read = {"files": len(listing.files), "bytes": sum(f.size for f in listing.files)}
-        return result
-    plan = new_plan(tables, store.root, day, ingested_at=ingested_at, write=None, strict=strict,
-                    storage=uris.storage_environment(), landing=landing.uri, batch=batch)
+        pieces, reads, why = ledger.plan(landing, day_ledger, listing.files)
+    return pending, pieces, reads, why
+
+
+def _entry(store: DeltaStore, plan: Plan, day_ledger: dict, pending: dict | None, pieces: list[Piece], reads: dict,
+           progress) -> tuple[dict | None, list[Piece]]:
+    """The ledger's entry of this increment and its pieces: the stopped one's again, or a new
+    entry saved before any commit (None: nothing new to read)."""
+    day = plan.day
+    entry = None
     if pending is not None:  # a run stopped before it finished: its very pieces again
         progress(f"{day}: finishing increment {pending['n']} of run {pending['run']}, stopped before its commits")
         entry = pending
@@ -77,37 +105,43 @@ def classify_increment(
         entry = {"n": len(day_ledger["increments"]) + 1, "kind": "incremental", "run": plan.run, "reads": reads,
                  "pieces": [ledger.as_json(p) for p in pieces], "done": False}
         day_ledger["increments"].append(entry)
-        ledger.save(store.root, day, day_ledger)  # before any commit: a stopped run is finished from here
-    seconds = {"listing": time.perf_counter() - clock}
+        ledger.save(store.location, day, day_ledger)  # before any commit: a stopped run is finished from here
+    return entry, pieces
+
+
+def _increment_result(day: dt.date, listing: DayListing, pieces: list[Piece]) -> PartitionResult:
+    """The increment's result before it runs: what the landing held and what it reads."""
     result = PartitionResult(partition=day.isoformat(), records=0)
     result.kind = "incremental"
     result.landing = "missing" if listing.missing else ("read" if listing.files else "empty")
     result.read = {"files": len({p.path for p in pieces}), "bytes": sum(p.length for p in pieces)}
-    if pieces:
-        size = result.read["bytes"]
-        result.engine, session = engine_for(size, local_bytes, spark)
-        tasks = pack([(p.length, p) for p in pieces],
-                     parallelism(session) if session is not None else (os.cpu_count() or 2))
-        progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} "
-                 f"task(s) on {result.engine.describe()}")
-        with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
-            clock = time.perf_counter()
-            merged = execute(plan, [[(day, task)] for task in tasks], session).get(day) or Merged()
-            seconds["job"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-            _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result,
-                    seconds=seconds)
-            entry.update(merged.kept(), done=True)
-            ledger.save(store.root, day, day_ledger)
-            seconds["commits"] = time.perf_counter() - clock
-        result.records = entry["records"]
-        result.tasks = len(tasks)
-    else:
-        progress(f"{day}: nothing new since the last run")
-    result.day_records = sum(i.get("records", 0) for i in day_ledger["increments"] if i["done"])
-    _day_quality(plan, tables, day_ledger, result)
-    result.seconds = {k: round(v, 3) for k, v in seconds.items()}
     return result
+
+
+def _run_increment(spark, store: DeltaStore, tables: Sequence[MessageTable], plan: Plan, pieces: list[Piece],
+                   day_ledger: dict, entry: dict, local_bytes: int, result: PartitionResult,
+                   seconds: dict[str, float], progress) -> None:
+    """The pieces classified (one Spark job, or local processes for a small increment) and
+    appended (_append), then the ledger's entry saved as done."""
+    day = plan.day
+    size = result.read["bytes"]
+    result.engine, session = engine_for(size, local_bytes, spark)
+    tasks = pack([(p.length, p) for p in pieces],
+                 parallelism(session) if session is not None else (os.cpu_count() or 2))
+    progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} "
+             f"task(s) on {result.engine.describe()}")
+    with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress):
+        clock = time.perf_counter()
+        merged = execute(plan, [[(day, task)] for task in tasks], session).get(day) or Merged()
+        seconds["job"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        _append(store, plan, tables, merged, ledger.app_id(day, day_ledger["epoch"]), entry["n"], result,
+                seconds=seconds)
+        entry.update(merged.kept(), done=True)
+        ledger.save(store.location, day, day_ledger)
+        seconds["commits"] = time.perf_counter() - clock
+    result.records = entry["records"]
+    result.tasks = len(tasks)
 
 
 def _append(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merged: Merged, app: str, n: int,

@@ -34,18 +34,17 @@ from .. import uris
 from ..landing import formats
 from ..landing.listing import Landed, open_file
 from ..landing.planning import BLOCK, Piece, newlines
-from ..warehouse.files import filesystem_of
+from ..uris import Location
 
 LEDGER_DIR = "_catalake/increments"
 SAMPLE = 4096
 
 
-def _path(root: str, day: dt.date) -> tuple[pafs.FileSystem, str]:
-    filesystem, base = filesystem_of(root)
-    return filesystem, f"{base}/{LEDGER_DIR}/{day.isoformat()}.json"
+def _path(root: Location, day: dt.date) -> tuple[pafs.FileSystem, str]:
+    return root.filesystem, f"{root.path}/{LEDGER_DIR}/{day.isoformat()}.json"
 
 
-def load(root: str, day: dt.date) -> dict | None:
+def load(root: Location, day: dt.date) -> dict | None:
     filesystem, path = _path(root, day)
     try:
         with filesystem.open_input_stream(path) as f:
@@ -54,7 +53,7 @@ def load(root: str, day: dt.date) -> dict | None:
         return None
 
 
-def save(root: str, day: dt.date, ledger: dict) -> None:
+def save(root: Location, day: dt.date, ledger: dict) -> None:
     """The ledger written whole (one PUT on object storage; a local file replaced atomically)."""
     filesystem, path = _path(root, day)
     uris.make_folders(filesystem, path.rsplit("/", 1)[0])
@@ -68,7 +67,7 @@ def save(root: str, day: dt.date, ledger: dict) -> None:
             out.write(json.dumps(ledger).encode())
 
 
-def forget(root: str, day: dt.date) -> None:
+def forget(root: Location, day: dt.date) -> None:
     """The day is read anew (a full or subset run): no increment goes on from the old ledger."""
     filesystem, path = _path(root, day)
     with contextlib.suppress(FileNotFoundError):
@@ -80,11 +79,11 @@ def app_id(day: dt.date, epoch: str) -> str:
     return f"catalake:{day.isoformat()}:{epoch}"
 
 
-def fingerprint(path: str, end: int) -> tuple[str, bool]:
+def fingerprint(landing: Location, path: str, end: int) -> tuple[str, bool]:
     """What a read of [0, end) saw, in one open and two small reads: a digest of its size, first
     and last 4 KiB; and whether it ends at a line break."""
     digest = hashlib.sha256(str(end).encode())
-    with open_file(path) as f:
+    with open_file(landing, path) as f:
         digest.update(f.read(min(SAMPLE, end)))
         f.seek(max(0, end - SAMPLE))
         tail = f.read(end - max(0, end - SAMPLE))
@@ -92,11 +91,11 @@ def fingerprint(path: str, end: int) -> tuple[str, bool]:
     return digest.hexdigest(), end == 0 or tail.endswith(b"\n")
 
 
-def last_line_end(path: str, start: int, size: int) -> int:
+def last_line_end(landing: Location, path: str, start: int, size: int) -> int:
     """The byte after the last line break in [start, size), or `start` when there is none (a
     line still being written is left for a later run)."""
     at = size
-    with open_file(path) as f:
+    with open_file(landing, path) as f:
         while at > start:
             begin = max(start, at - BLOCK)
             f.seek(begin)
@@ -108,23 +107,23 @@ def last_line_end(path: str, start: int, size: int) -> int:
     return start
 
 
-def count_lines(path: str, start: int, end: int) -> int:
-    with open_file(path) as f:
+def count_lines(landing: Location, path: str, start: int, end: int) -> int:
+    with open_file(landing, path) as f:
         return newlines(f, start, end)
 
 
-def is_lines(path: str) -> bool:
+def is_lines(landing: Location, path: str) -> bool:
     from ..landing.listing import head_of
 
-    return formats.sniff(head_of(path), path.rsplit("/", 1)[-1]) == "lines"
+    return formats.sniff(head_of(landing, path), path.rsplit("/", 1)[-1]) == "lines"
 
 
-def record_full(root: str, day: dt.date, run: str, files: list[Landed], kept: dict) -> None:
+def record_full(root: Location, landing: Location, day: dt.date, run: str, files: list[Landed], kept: dict) -> None:
     """A new ledger after a full run of the day: every file read whole, as listed; `kept`: the
     run's counts and quality tallies (results.Merged.kept)."""
     reads = {}
     for f in files:
-        seen, newline = fingerprint(f.path, f.size)
+        seen, newline = fingerprint(landing, f.path, f.size)
         reads[f.path] = {"end": f.size, "line": None, "newline": newline, "fingerprint": seen, "modified": f.modified_ns}
     save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
         {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **kept}]})
@@ -138,7 +137,7 @@ def state(ledger: dict) -> dict[str, dict]:
     return out
 
 
-def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict], str | None]:
+def plan(landing: Location, ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict], str | None]:
     """(pieces to read, what they read per file, None) for an increment; or ([], {}, why) when
     the day cannot be continued and needs a full run."""
     read = state(ledger)
@@ -151,11 +150,11 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
             return [], {}, f"{path}: {now.size} bytes, {before['end']} read before"
         if now.size == before["end"] and now.modified_ns and now.modified_ns == before.get("modified"):
             continue  # not written to since it was read (no request on object storage)
-        if fingerprint(path, before["end"])[0] != before["fingerprint"]:
+        if fingerprint(landing, path, before["end"])[0] != before["fingerprint"]:
             return [], {}, f"{path}: changed within the {before['end']} bytes read before"
         if now.size > before["end"] and not before["newline"]:
             return [], {}, f"{path}: grew after a last line without its line break"
-        if now.size > before["end"] and not is_lines(path):
+        if now.size > before["end"] and not is_lines(landing, path):
             return [], {}, f"{path}: grew, and only JSON lines files are read on from where they were"
     pieces, reads = [], {}
     for f in files:
@@ -163,18 +162,20 @@ def plan(ledger: dict, files: list[Landed]) -> tuple[list[Piece], dict[str, dict
         start = before["end"] if before else 0
         if before is not None and f.size == start:
             continue
-        if before is None and not is_lines(f.path):  # read whole, as a full run reads it
+        if before is None and not is_lines(landing, f.path):  # read whole, as a full run reads it
             pieces.append(Piece(f.path, size=f.size, fields=f.fields))
-            reads[f.path] = {"end": f.size, "line": None, "newline": True, "fingerprint": fingerprint(f.path, f.size)[0],
-                             "modified": f.modified_ns}
+            reads[f.path] = {"end": f.size, "line": None, "newline": True,
+                             "fingerprint": fingerprint(landing, f.path, f.size)[0], "modified": f.modified_ns}
             continue
-        end = last_line_end(f.path, start, f.size)
+        end = last_line_end(landing, f.path, start, f.size)
         if end == start:
             continue  # only an unfinished line: the next run's
-        line = (before["line"] if before and before["line"] is not None else 1 + count_lines(f.path, 0, start)) if start else 1
+        counted = before["line"] if before and before["line"] is not None else None
+        line = (counted if counted is not None else 1 + count_lines(landing, f.path, 0, start)) if start else 1
         pieces.append(Piece(f.path, start, end, line, kind="lines", fields=f.fields))
-        reads[f.path] = {"end": end, "line": line + count_lines(f.path, start, end), "newline": True,
-                         "fingerprint": fingerprint(f.path, end)[0], "modified": f.modified_ns if end == f.size else None}
+        reads[f.path] = {"end": end, "line": line + count_lines(landing, f.path, start, end), "newline": True,
+                         "fingerprint": fingerprint(landing, f.path, end)[0],
+                         "modified": f.modified_ns if end == f.size else None}
     return pieces, reads, None
 
 

@@ -39,7 +39,8 @@ import pyarrow.fs as pafs
 
 from .. import uris
 from ..errors import StorageError
-from ..warehouse.files import PARTITION_COLUMN, filesystem_of
+from ..uris import Location
+from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.store import DeltaStore
 from . import liveness
 
@@ -49,13 +50,12 @@ JOURNAL_DIR = "_catalake/replays"
 
 # -- run records
 
-def _runs_folder(root: str) -> tuple[pafs.FileSystem, str]:
-    filesystem, base = filesystem_of(root)
-    return filesystem, f"{base}/{RUNS_DIR}"
+def _runs_folder(root: Location) -> tuple[pafs.FileSystem, str]:
+    return root.filesystem, f"{root.path}/{RUNS_DIR}"
 
 
 @contextlib.contextmanager
-def recorded(root: str, run: str, day: dt.date | Sequence[dt.date], kind: str = "run",
+def recorded(root: Location, run: str, day: dt.date | Sequence[dt.date], kind: str = "run",
              lease: float | None = None) -> Iterator[None]:
     """Record run `run` (kind "run": a partition run, "replay" or "compaction") of `day` (or of
     each of a range's days) under the warehouse `root` while the block runs, its heartbeat
@@ -116,17 +116,17 @@ def _documents(filesystem: pafs.FileSystem, folder: str) -> list[dict]:
     return documents
 
 
-def _records(root: str) -> list[dict]:
+def _records(root: Location) -> list[dict]:
     return _documents(*_runs_folder(root))
 
 
-def crashed(root: str, day: dt.date, lease: float | None = None) -> list[str]:
+def crashed(root: Location, day: dt.date, lease: float | None = None) -> list[str]:
     """Runs and replays of `day` (or of a range of days that holds it) whose driver process is
     gone (liveness.judge)."""
     return sorted(crashed_days(root, day, lease))
 
 
-def crashed_days(root: str, day: dt.date, lease: float | None = None) -> dict[str, list[dt.date]]:
+def crashed_days(root: Location, day: dt.date, lease: float | None = None) -> dict[str, list[dt.date]]:
     """The runs of `crashed`, each with every day it was recorded for (a run of a range of days
     left files in each of them)."""
     lease = liveness.lease_seconds() if lease is None else lease
@@ -134,15 +134,14 @@ def crashed_days(root: str, day: dt.date, lease: float | None = None) -> dict[st
             if day.isoformat() in r.get("days", [r.get("day")]) and not _verdict(r, lease).alive}
 
 
-def protected(root: str, lease: float | None = None) -> Callable[[str], bool]:
+def protected(root: Location, lease: float | None = None) -> Callable[[str], bool]:
     """Whether a file of the warehouse must survive a vacuum whatever its age: a file of a run in
     flight (recorded, and its process alive, or of another host and within its lease), or of a
     replay whose journal is still there (a roll-forward commits its files)."""
     lease = liveness.lease_seconds() if lease is None else lease
     runs = {r["run"] for r in _records(root) if _verdict(r, lease).alive}
-    filesystem, base = filesystem_of(root)
     journaled: set[str] = set()
-    for journal in _documents(filesystem, f"{base}/{JOURNAL_DIR}"):
+    for journal in _documents(root.filesystem, f"{root.path}/{JOURNAL_DIR}"):
         runs.add(journal["run"])
         journaled |= journal_files(journal)
     prefixes = tuple(f"part-{run}-" for run in runs)
@@ -154,7 +153,7 @@ def protected(root: str, lease: float | None = None) -> Callable[[str], bool]:
     return keep
 
 
-def forget(root: str, run: str) -> None:
+def forget(root: Location, run: str) -> None:
     """Drop the record of a run once its files are removed (or committed)."""
     filesystem, folder = _runs_folder(root)
     with contextlib.suppress(FileNotFoundError):
@@ -163,19 +162,19 @@ def forget(root: str, run: str) -> None:
 
 # -- the journal of a replay's commits
 
-def _journal_path(root: str, day: dt.date) -> tuple:
-    filesystem, base = filesystem_of(root)
-    return filesystem, f"{base}/{JOURNAL_DIR}", f"{base}/{JOURNAL_DIR}/{day.isoformat()}.json"
+def _journal_path(root: Location, day: dt.date) -> tuple:
+    folder = f"{root.path}/{JOURNAL_DIR}"
+    return root.filesystem, folder, f"{folder}/{day.isoformat()}.json"
 
 
-def write_journal(root: str, day: dt.date, journal: dict) -> None:
+def write_journal(root: Location, day: dt.date, journal: dict) -> None:
     filesystem, folder, path = _journal_path(root, day)
     uris.make_folders(filesystem, folder)
     with filesystem.open_output_stream(path) as out:
         out.write(json.dumps(journal).encode())
 
 
-def journal_of(root: str, day: dt.date) -> dict | None:
+def journal_of(root: Location, day: dt.date) -> dict | None:
     filesystem, _, path = _journal_path(root, day)
     if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
         return None
@@ -183,7 +182,7 @@ def journal_of(root: str, day: dt.date) -> dict | None:
         return json.loads(stream.read())
 
 
-def remove_journal(root: str, day: dt.date) -> None:
+def remove_journal(root: Location, day: dt.date) -> None:
     filesystem, _, path = _journal_path(root, day)
     if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
         filesystem.delete_file(path)
@@ -215,8 +214,8 @@ def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
     missing = []
     for commit in pending:
         for rel, *_ in commit["files"]:
-            filesystem, path = filesystem_of(store.path(commit["table"]) + "/" + rel)
-            if filesystem.get_file_info(path).type != pafs.FileType.File:
+            file = store.table_location(commit["table"]).child(rel)
+            if file.filesystem.get_file_info(file.path).type != pafs.FileType.File:
                 missing.append(f"{commit['table']}/{rel}")
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -241,7 +240,7 @@ def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[st
     """Remove the files run `run` wrote into partition `day` of these tables that no commit took,
     except those the day's journal names (`committed`: the names of all the run committed, when
     it just did: no log is read)."""
-    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.root, day)), committed=committed)
+    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.location, day)), committed=committed)
 
 
 def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replace: bool,
@@ -251,26 +250,26 @@ def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replac
     uncommitted files of every run or replay of the day whose process is gone are removed.
     Returns what a finished replay moved ("<reason> -> <table>" -> rows)."""
     moved: dict[str, int] = {}
-    journal = journal_of(store.root, day)
+    journal = journal_of(store.location, day)
     if journal is not None:  # the journal's tables too, should the catalog have dropped one since
         names = list(dict.fromkeys([*names, *(c["table"] for c in journal["commits"])]))
     if journal is not None and replace:  # this run replaces the day's partitions: its commits are moot
         progress(f"{day}: dropping replay {journal['run']}, which was stopped while it committed")
-        remove_journal(store.root, day)  # first: its files are then orphans of a recorded run
+        remove_journal(store.location, day)  # first: its files are then orphans of a recorded run
         remove_orphans(store, journal["run"], day, names)
-        forget(store.root, journal["run"])
+        forget(store.location, journal["run"])
     elif journal is not None:
         made = roll_forward(store, journal)
-        remove_journal(store.root, day)
+        remove_journal(store.location, day)
         remove_orphans(store, journal["run"], day, names)  # its files no commit took (task attempts)
-        forget(store.root, journal["run"])
+        forget(store.location, journal["run"])
         moved = journal_moves(journal)
         progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: "
                  f"{', '.join(made) or 'none left'} ({sum(moved.values())} row(s) moved)")
-    for run, days in sorted(crashed_days(store.root, day).items()):
+    for run, days in sorted(crashed_days(store.location, day).items()):
         progress(f"{day}: removing the uncommitted files of run {run}, whose process is gone"
                  + (f" (of its {len(days)} days)" if len(days) > 1 else ""))
         for each in days:  # all of them: the record goes with this
             remove_orphans(store, run, each, names)
-        forget(store.root, run)
+        forget(store.location, run)
     return moved

@@ -28,19 +28,17 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from ..errors import StorageError
-from ..warehouse.deadletters import DEADLETTER_TABLE
-from ..warehouse.deadletters import SCHEMA as DEADLETTER_SCHEMA
+from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
 from . import recovery
 from .classifier import Classifier
 from .day import conservation
-from .plan import new_plan
+from .plan import Plan, new_plan
 from .recovery import journal_of, remove_journal, roll_forward, write_journal
 from .results import Merged
 from .taskio import TaskResult
@@ -84,24 +82,18 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     finished first; what it moved is part of the result."""
     result = ReplayResult(day.isoformat())
     names = [t.name for t in tables] + [DEADLETTER_TABLE]
-    stopped = journal_of(store.root, day)
+    stopped = journal_of(store.location, day)
     result.moved = recovery.recover_day(store, day, names, replace=False, progress=progress)
     if stopped is not None:
         result.deadletters = stopped.get("deadletters", result.moved_rows)
     if not store.exists(DEADLETTER_TABLE) or not store.has_partition(DEADLETTER_TABLE, day):
         return result
-    # as replays always ran: not strict, no storage settings passed to the executors, no landing
-    # root (the dead-letter rows name their files)
-    plan = new_plan(tables, store.root, day, ingested_at=None, write=None, strict=False, storage={}, landing="")
-    present = set(store.spark_schema(DEADLETTER_TABLE).fieldNames())  # a table of an older release lacks newer columns
-    columns = [F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
-               for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
-    frame = store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
-    with recovery.recorded(store.root, plan.run, day, kind="replay"):
+    # not strict, and no landing root (the dead-letter rows name their files)
+    plan = new_plan(tables, store.location, day, ingested_at=None, write=None, strict=False, landing=None)
+    frame = _deadletter_rows(store, day)
+    with recovery.recorded(store.location, plan.run, day, kind="replay"):
         try:
-            with job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
-                rows = frame.repartition(parallelism(spark)).mapInArrow(spark_tasks(plan, _replay_task), TASK_OUTPUT).collect()
-            merged = Merged.of([json.loads(r["json"]) for r in rows])
+            merged = _classify_again(spark, plan, frame)
             read, moved, written = merged.records, merged.moved, merged.written
             if stopped is None:
                 result.deadletters = read
@@ -110,20 +102,7 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
                 return result
             _, before = conservation(store, tables, day, 0)  # the rows stored now, whatever was read
             stored_before = before["rows_stored"]
-            fed = [t for t in tables if t.name in written]
-            sync_message_tables(store, fed)
-            journal = {"run": plan.run, "day": day.isoformat(), "deadletters": read, "moved": moved, "commits": [
-                {"table": name, "files": written.get(name, []), "version": store.version(name),
-                 "mode": "replace" if name == DEADLETTER_TABLE else "append"}
-                for name in [t.name for t in fed] + [DEADLETTER_TABLE]]}  # the tables first, the dead letters last
-            write_journal(store.root, day, journal)
-            try:
-                roll_forward(store, journal)
-            except Exception as exc:
-                raise StorageError(
-                    f"{day}: replay {plan.run} stopped while it committed: {exc}. Its journal keeps its files: the "
-                    f"next `catalake replay` of the day finishes it (or `catalake run` replaces the day)") from exc
-            remove_journal(store.root, day)
+            _commit_moves(store, plan, tables, read, moved, written)
         finally:
             # files of this replay no commit took (failed task attempts, a failed replay); those its
             # journal names, should it be left, are the roll-forward's
@@ -136,3 +115,41 @@ def replay_partition(spark: SparkSession, store: DeltaStore, tables: Sequence[Me
     if not result.conserved:
         raise StorageError(f"{day}: replay changed the day's row count ({stored_before} -> {result.counts['rows_stored']})")
     return result
+
+
+def _deadletter_rows(store: DeltaStore, day: dt.date) -> DataFrame:
+    """The day's dead-letter rows, in this release's columns (without the partition column)."""
+    present = set(store.spark_schema(DEADLETTER_TABLE).fieldNames())  # a table of an older release lacks newer columns
+    columns = [F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+               for f in DEADLETTER_SCHEMA if f.name != PARTITION_COLUMN]
+    return store.read(DEADLETTER_TABLE).where(F.col(PARTITION_COLUMN) == F.lit(day)).select(*columns)
+
+
+def _classify_again(spark: SparkSession, plan: Plan, frame: DataFrame) -> Merged:
+    """The replay's Spark job: each task's share of the dead-letter rows classified again, its
+    summaries merged."""
+    day = plan.day
+    with job_group(spark, f"catalake-replay-{day}", f"replay the dead letters of {day}"):
+        rows = frame.repartition(parallelism(spark)).mapInArrow(spark_tasks(plan, _replay_task), TASK_OUTPUT).collect()
+    return Merged.of([json.loads(r["json"]) for r in rows])
+
+
+def _commit_moves(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], read: int, moved: dict[str, int],
+                  written: dict[str, list]) -> None:
+    """The tables the moved rows go to synced, the commits written to the day's journal, made
+    (roll_forward: the tables first, the dead letters last), and the journal removed."""
+    day = plan.day
+    fed = [t for t in tables if t.name in written]
+    sync_message_tables(store, fed)
+    journal = {"run": plan.run, "day": day.isoformat(), "deadletters": read, "moved": moved, "commits": [
+        {"table": name, "files": written.get(name, []), "version": store.version(name),
+         "mode": "replace" if name == DEADLETTER_TABLE else "append"}
+        for name in [t.name for t in fed] + [DEADLETTER_TABLE]]}  # the tables first, the dead letters last
+    write_journal(store.location, day, journal)
+    try:
+        roll_forward(store, journal)
+    except Exception as exc:
+        raise StorageError(
+            f"{day}: replay {plan.run} stopped while it committed: {exc}. Its journal keeps its files: the "
+            f"next `catalake replay` of the day finishes it (or `catalake run` replaces the day)") from exc
+    remove_journal(store.location, day)

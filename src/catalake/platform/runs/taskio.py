@@ -16,6 +16,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from ..uris import Location
 from ..warehouse.files import PartFile, PartFiles
 from .liveness import alive
 
@@ -69,7 +70,7 @@ class TaskOutput:
     (`write`). Used as a context: a task that fails removes the files it wrote, and every task
     removes its spill folder."""
 
-    def __init__(self, warehouse: str, day: dt.date, prefix: str):
+    def __init__(self, warehouse: Location, day: dt.date, prefix: str):
         self.buffers: dict[str, Buffer] = {}
         self.unconverted = 0  # rows buffered as Python values
         self.held = 0  # Arrow bytes buffered

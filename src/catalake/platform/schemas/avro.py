@@ -17,24 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 import fastavro
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, StringType, StructField, StructType,
+                               TimestampNTZType, TimestampType)
 
 from . import keys
 from .json_schema import SchemaError

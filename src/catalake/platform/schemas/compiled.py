@@ -14,7 +14,7 @@ into a `Node` that says two things:
   `_constraints`: bounds, lengths, enums and patterns on RE2; a date-time that is not the common
   RFC 3339 form; a JSON Structure string's syntax).
 
-A line the decoder refuses, and a record a column check is not sure of (`Batch.bad`), goes to
+A line the decoder refuses, and a record a column check is not sure of (`Findings.bad`), goes to
 the per-record path (the classifier's referee), which decides what it is: kept (`1.0` is an
 integer there), or a dead letter with its exact reason and detail. So the compiled path only
 ever keeps what the referee would keep, with the same typed values.
@@ -34,16 +34,8 @@ import msgspec
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DataType,
-    DoubleType,
-    FloatType,
-    StringType,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, FloatType, StringType, StructType,
+                               TimestampType)
 
 from ..jsonvalues import rfc3339
 from . import keys
@@ -59,8 +51,8 @@ COMMON_DATETIME = (r"^[1-8][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([0
 BIG_NUMBER = float(1 << 63)
 
 
-class Batch:
-    """What the nodes of one batch report: the records they are not sure of (`bad`), and each
+class Findings:
+    """What the nodes report of one group of lines: the records they are not sure of (`bad`), and each
     path's typed values (what the suite's expectations test)."""
 
     def __init__(self):
@@ -93,7 +85,7 @@ def failing(values: list, fails: Callable[[Any], bool]) -> list[int]:
     return [i for i, v in enumerate(values) if v in broken] if broken else []
 
 
-def timestamps(values: list, arrow_type: pa.DataType, batch: Batch, owners=None) -> pa.Array:
+def timestamps(values: list, arrow_type: pa.DataType, findings: Findings, owners=None) -> pa.Array:
     """RFC 3339 text -> an instant column: the common form by Arrow's cast, any other by
     `rfc3339` (None where it does not parse: the record is marked bad)."""
     text = pa.array(values, pa.string())
@@ -106,7 +98,7 @@ def timestamps(values: list, arrow_type: pa.DataType, batch: Batch, owners=None)
     parsed = [None if v is None else rfc3339(v) for v in values]
     for i, (v, p) in enumerate(zip(values, parsed)):
         if v is not None and p is None:
-            batch.bad.add(owners[i] if owners is not None else i)
+            findings.bad.add(owners[i] if owners is not None else i)
     return pa.array(parsed, arrow_type)
 
 
@@ -141,17 +133,17 @@ class Node:
         """How deep the values the node accepts nest (objects and arrays), None when unbounded."""
         return 0
 
-    def run(self, values: list, batch: Batch, owners=None) -> pa.Array:
+    def run(self, values: list, findings: Findings, owners=None) -> pa.Array:
         """The column's Arrow array from decoded values; records it is not sure of are added to
-        `batch.bad` (`owners`: the record of each value, when the values are an array's items)."""
-        values = self.typed(values, batch, owners)
+        `findings.bad` (`owners`: the record of each value, when the values are an array's items)."""
+        values = self.typed(values, findings, owners)
         for _, fails, _ in self.checks:
-            batch.mark(owners[i] if owners is not None else i for i in failing(values, fails))
+            findings.mark(owners[i] if owners is not None else i for i in failing(values, fails))
         if owners is None:
-            batch.values[self.path] = values
+            findings.values[self.path] = values
         return pa.array(values, self.arrow_type)
 
-    def typed(self, values: list, batch: Batch, owners) -> list:
+    def typed(self, values: list, findings: Findings, owners) -> list:
         """The values as payload.py types them (the suite tests these)."""
         return values
 
@@ -164,9 +156,9 @@ class String(Node):
     def annotation(self):
         return str
 
-    def typed(self, values, batch, owners):
+    def typed(self, values, findings, owners):
         if self.syntax is not None:
-            batch.mark(owners[i] if owners is not None else i for i in failing(values, lambda v: not self.syntax.fullmatch(v)))
+            findings.mark(owners[i] if owners is not None else i for i in failing(values, lambda v: not self.syntax.fullmatch(v)))
         return values
 
 
@@ -184,10 +176,10 @@ class Number(Node):
     def annotation(self):
         return float  # an integer is a number too: read as a float, as payload.py types it
 
-    def typed(self, values, batch, owners):
+    def typed(self, values, findings, owners):
         present = [v for v in values if v is not None] if None in values else values
         if present and (max(present) >= BIG_NUMBER or min(present) <= -BIG_NUMBER):
-            batch.mark(owners[i] if owners is not None else i for i, v in enumerate(values)
+            findings.mark(owners[i] if owners is not None else i for i, v in enumerate(values)
                        if v is not None and abs(v) >= BIG_NUMBER)
         return values
 
@@ -201,13 +193,13 @@ class Timestamp(Node):
     def annotation(self):
         return str  # the text: Arrow's cast or `rfc3339` reads it (`timestamps`)
 
-    def run(self, values, batch, owners=None):
-        array = timestamps(values, self.arrow_type, batch, owners)
+    def run(self, values, findings, owners=None):
+        array = timestamps(values, self.arrow_type, findings, owners)
         if owners is None:
-            batch.values[self.path] = values
-            batch.typed[self.path] = rfc3339  # what a test of the suite sees: the parsed instant
+            findings.values[self.path] = values
+            findings.typed[self.path] = rfc3339  # what a test of the suite sees: the parsed instant
         for _, fails, _ in self.checks:  # payload.py checks the parsed value
-            batch.mark(owners[i] if owners is not None else i for i in failing(values, lambda v, f=fails: f(rfc3339(v))))
+            findings.mark(owners[i] if owners is not None else i for i in failing(values, lambda v, f=fails: f(rfc3339(v))))
         return array
 
 
@@ -224,14 +216,14 @@ class JsonText(Node):
     def depth(self):
         return None
 
-    def typed(self, values, batch, owners):
+    def typed(self, values, findings, owners):
         out = []
         for i, v in enumerate(values):
             try:
                 out.append(None if v is None else orjson.dumps(v).decode())
             except TypeError:  # an integer beyond 64 bits: the strict reading refuses the record
                 out.append(None)
-                batch.bad.add(owners[i] if owners is not None else i)
+                findings.bad.add(owners[i] if owners is not None else i)
         return out
 
 
@@ -254,10 +246,10 @@ class Struct(Node):
         depths = [node.depth() for _, node, _ in self.fields]
         return None if None in depths else 1 + max(depths, default=0)
 
-    def run(self, values, batch, owners=None):
-        children = [node.run(column_of(values, f"m{i}"), batch, owners) for i, (_, node, _) in enumerate(self.fields)]
+    def run(self, values, findings, owners=None):
+        children = [node.run(column_of(values, f"m{i}"), findings, owners) for i, (_, node, _) in enumerate(self.fields)]
         if owners is None:
-            batch.values[self.path] = values
+            findings.values[self.path] = values
         nulls = pa.array([v is None for v in values], pa.bool_()) if None in values else None
         return pa.StructArray.from_arrays(children, fields=list(self.arrow_type), mask=nulls)
 
@@ -274,17 +266,17 @@ class Array(Node):
         depth = self.element.depth()
         return None if depth is None else 1 + depth
 
-    def run(self, values, batch, owners=None):
+    def run(self, values, findings, owners=None):
         lengths = [0 if v is None else len(v) for v in values]
         offsets = [0, *accumulate(lengths)]
         items = list(chain.from_iterable(v for v in values if v is not None))
         # each item's record, looked up for the few items found bad (payload.py `_elements`)
-        elements = self.element.run(items, batch, _Owners(offsets, owners))
+        elements = self.element.run(items, findings, _Owners(offsets, owners))
         own = owners if owners is not None else range(len(values))
         for _, fails, _ in self.checks:
-            batch.mark(own[i] for i in failing(values, fails))
+            findings.mark(own[i] for i in failing(values, fails))
         if owners is None:
-            batch.values[self.path] = values
+            findings.values[self.path] = values
         nulls = pa.array([v is None for v in values], pa.bool_()) if None in values else None
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), elements, type=self.arrow_type, mask=nulls)
 

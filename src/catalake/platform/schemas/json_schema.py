@@ -25,19 +25,8 @@ import math
 from typing import Any
 from urllib.parse import urlparse
 
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DataType,
-    DateType,
-    DoubleType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BooleanType, DataType, DateType, DoubleType, LongType, MapType, StringType,
+                               StructField, StructType, TimestampType)
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7, specification_with
 

@@ -36,27 +36,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
+                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
+                               StructField, StructType, TimestampType)
 
-from ..errors import split_pointer
+from ..problems import split_pointer
 from . import keys
 from .json_schema import BOUNDS, SchemaError, constraints
 from .unions import JSON_STRING, union_type

@@ -31,25 +31,9 @@ import re
 from typing import Any, Callable
 
 import orjson
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
+                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructType,
+                               TimestampNTZType, TimestampType)
 
 from ..jsonvalues import UTC, from_base64, is_integer, is_number, iso_datetime, rfc3339
 from ..patterns import PatternError, compile_pattern
@@ -79,7 +63,7 @@ WIDE = decimal.Context(prec=80)
 EPOCH_DAY = dt.date(1970, 1, 1)
 
 Errors = list  # of (rule id, message)
-Node = Callable[[Any, Errors], Any]  # a present, non-null JSON value -> its typed value
+Conversion = Callable[[Any, Errors], Any]  # a present, non-null JSON value -> its typed value
 
 
 
@@ -109,108 +93,117 @@ def _comparable(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
 
-def _scalar(dtype: DataType, meta: dict, path: str) -> Node:
-    unit = meta.get(keys.UNIT)
-    if isinstance(dtype, StringType) and meta.get(keys.FORMAT) in SYNTAX:
-        syntax, name = SYNTAX[meta[keys.FORMAT]], meta[keys.FORMAT]
-        bad = _type_error(path, f"is not a {name!r}")
-
-        def formatted(v, errors):
-            if isinstance(v, str) and syntax.fullmatch(v):
-                return v
-            bad(v, errors)
-        return formatted
+def _scalar(dtype: DataType, meta: dict, path: str) -> Conversion:
+    """A leaf column's conversion: its JSON value checked for the column's type and made its
+    typed value (a kind the column does not take is a `type` error)."""
     if isinstance(dtype, StringType):
-        bad = _type_error(path, "is not of type 'string'")
-
-        def string(v, errors):
-            if isinstance(v, str):
-                return v
-            bad(v, errors)
-        return string
+        if meta.get(keys.FORMAT) in SYNTAX:
+            return _formatted(meta, path)
+        return _accepting(path, "is not of type 'string'", str.__instancecheck__)
     if type(dtype) in INTEGER_BITS or meta.get(keys.RANGE):
         return _integer(dtype, meta, path)
     if isinstance(dtype, (DoubleType, FloatType)):
-        bad = _type_error(path, "is not of type 'number'")
-
-        def number(v, errors):
-            if is_number(v):
-                return float(v)
-            bad(v, errors)
-        return number
+        return _accepting(path, "is not of type 'number'", is_number, float)
     if isinstance(dtype, DecimalType):
-        bad = _type_error(path, f"is not a {dtype.simpleString()}")
-        quantum, digits = decimal.Decimal(1).scaleb(-dtype.scale), dtype.precision
-
-        inexact_rule, inexact = f"{path}:scale", f"has more decimal places than the column's scale {dtype.scale} (never rounded)"
-
-        def decimal_(v, errors):
-            if is_number(v) or isinstance(v, str):
-                try:
-                    given = decimal.Decimal(str(v))
-                    value = given.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
-                    if value.is_finite() and value != given:
-                        errors.append((inexact_rule, f"{path}: {shown(v)} {inexact}"))
-                        return None
-                    if value.is_finite() and len(value.as_tuple().digits) <= digits:
-                        return value
-                except (decimal.InvalidOperation, ValueError):
-                    pass
-            bad(v, errors)
-        return decimal_
+        return _decimal(dtype, path)
     if isinstance(dtype, BooleanType):
-        bad = _type_error(path, "is not of type 'boolean'")
-
-        def boolean(v, errors):
-            if isinstance(v, bool):
-                return v
-            bad(v, errors)
-        return boolean
+        return _accepting(path, "is not of type 'boolean'", bool.__instancecheck__)
     if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        bad = _type_error(path, "is not a 'date-time'" if isinstance(dtype, TimestampNTZType)
-                          else "is not a 'date-time' (RFC 3339, with its offset)")
-        per_second = {"millis": 1_000, "micros": 1_000_000}.get(unit)
-        naive = isinstance(dtype, TimestampNTZType)
-
-        def timestamp(v, errors):
-            value = None
-            if isinstance(v, str):  # an instant needs its offset (RFC 3339); a local timestamp has none
-                value = iso_datetime(v) if naive else rfc3339(v)
-            elif per_second and is_integer(v):
-                try:
-                    value = EPOCH + dt.timedelta(microseconds=v * (1_000_000 // per_second))
-                except OverflowError:
-                    value = None
-            if value is not None:
-                return value.astimezone(UTC).replace(tzinfo=None) if naive else value
-            bad(v, errors)
-        return timestamp
+        return _timestamp(isinstance(dtype, TimestampNTZType), meta.get(keys.UNIT), path)
     if isinstance(dtype, DateType):
-        bad = _type_error(path, "is not a 'date'")
-
-        def date(v, errors):
-            try:
-                if isinstance(v, str):
-                    return dt.date.fromisoformat(v[:10]) if len(v) == 10 else iso_datetime(v).date()
-                if unit == "days" and is_integer(v):
-                    return EPOCH_DAY + dt.timedelta(days=v)
-            except (ValueError, AttributeError, OverflowError):
-                pass
-            bad(v, errors)
-        return date
+        return _date(meta.get(keys.UNIT), path)
     if isinstance(dtype, BinaryType):
-        bad = _type_error(path, "is not base64 text")
-
-        def binary(v, errors):
-            value = from_base64(v)
-            if value is not None:
-                return value
-            bad(v, errors)
-        return binary
+        return _binary(path)
     return lambda v, errors: orjson.dumps(v).decode()
 
 
-def _integer(dtype: DataType, meta: dict, path: str) -> Node:
+def _accepting(path: str, expected: str, accepts: Callable[[Any], Any], convert=None) -> Conversion:
+    """A value `accepts` holds for, as it is (or `convert`ed); any other is a `type` error saying
+    what was `expected`."""
+    bad = _type_error(path, expected)
+
+    def accepted(v, errors):
+        if accepts(v):
+            return v if convert is None else convert(v)
+        bad(v, errors)
+    return accepted
+
+
+def _formatted(meta: dict, path: str) -> Conversion:
+    syntax, name = SYNTAX[meta[keys.FORMAT]], meta[keys.FORMAT]
+    return _accepting(path, f"is not a {name!r}", lambda v: isinstance(v, str) and syntax.fullmatch(v))
+
+
+def _decimal(dtype: DecimalType, path: str) -> Conversion:
+    """A number (or its text) of at most the column's precision, never rounded to its scale."""
+    bad = _type_error(path, f"is not a {dtype.simpleString()}")
+    quantum, digits = decimal.Decimal(1).scaleb(-dtype.scale), dtype.precision
+    inexact_rule, inexact = f"{path}:scale", f"has more decimal places than the column's scale {dtype.scale} (never rounded)"
+
+    def decimal_(v, errors):
+        if is_number(v) or isinstance(v, str):
+            try:
+                given = decimal.Decimal(str(v))
+                value = given.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=WIDE)
+                if value.is_finite() and value != given:
+                    errors.append((inexact_rule, f"{path}: {shown(v)} {inexact}"))
+                    return None
+                if value.is_finite() and len(value.as_tuple().digits) <= digits:
+                    return value
+            except (decimal.InvalidOperation, ValueError):
+                pass
+        bad(v, errors)
+    return decimal_
+
+
+def _timestamp(naive: bool, unit: str | None, path: str) -> Conversion:
+    """An instant needs its offset (RFC 3339); a local timestamp (`naive`) has none. An integer
+    counts `unit`s (Avro's millis or micros) since the epoch."""
+    bad = _type_error(path, "is not a 'date-time'" if naive else "is not a 'date-time' (RFC 3339, with its offset)")
+    per_second = {"millis": 1_000, "micros": 1_000_000}.get(unit)
+
+    def timestamp(v, errors):
+        value = None
+        if isinstance(v, str):
+            value = iso_datetime(v) if naive else rfc3339(v)
+        elif per_second and is_integer(v):
+            try:
+                value = EPOCH + dt.timedelta(microseconds=v * (1_000_000 // per_second))
+            except OverflowError:
+                value = None
+        if value is not None:
+            return value.astimezone(UTC).replace(tzinfo=None) if naive else value
+        bad(v, errors)
+    return timestamp
+
+
+def _date(unit: str | None, path: str) -> Conversion:
+    bad = _type_error(path, "is not a 'date'")
+
+    def date(v, errors):
+        try:
+            if isinstance(v, str):
+                return dt.date.fromisoformat(v[:10]) if len(v) == 10 else iso_datetime(v).date()
+            if unit == "days" and is_integer(v):
+                return EPOCH_DAY + dt.timedelta(days=v)
+        except (ValueError, AttributeError, OverflowError):
+            pass
+        bad(v, errors)
+    return date
+
+
+def _binary(path: str) -> Conversion:
+    bad = _type_error(path, "is not base64 text")
+
+    def binary(v, errors):
+        value = from_base64(v)
+        if value is not None:
+            return value
+        bad(v, errors)
+    return binary
+
+
+def _integer(dtype: DataType, meta: dict, path: str) -> Conversion:
     """An integer within its type's range (`catalake.range`, else the Spark type's bits); a
     string-encoded type (`catalake.encoding: string`, JSON Structure int64 & co) takes its
     decimal text as well as a JSON number."""
@@ -288,11 +281,11 @@ def _constraints(dtype: DataType, rules: dict, path: str) -> list[Callable[[Any]
     return checks
 
 
-def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str] = frozenset()) -> Node:
+def compile_node(dtype: DataType, meta: dict, path: str, covered: frozenset[str] = frozenset()) -> Conversion:
     """The typing closure of one schema node at `path`; constraints whose `<path>:<rule>` is in
     `covered` are left to the suite's expectations."""
     if meta.get(keys.JSON):
-        node: Node = _json_text(meta, path)
+        node: Conversion = _json_text(meta, path)
     elif meta.get(keys.XML):
         node = _xml_text
     elif isinstance(dtype, StructType):
@@ -323,7 +316,7 @@ def _xml_text(value, errors):
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def _json_text(meta: dict, path: str) -> Node:
+def _json_text(meta: dict, path: str) -> Conversion:
     """A value kept as JSON text; one declared an object (`catalake.kind`, an open object) must be one."""
     if meta.get(keys.KIND) != "object":
         return lambda v, errors: orjson.dumps(v).decode()
@@ -336,7 +329,7 @@ def _json_text(meta: dict, path: str) -> Node:
     return json_object
 
 
-def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -> Node:
+def _struct(dtype: StructType, meta: dict, path: str, covered: frozenset[str]) -> Conversion:
     fields = []
     for f in dtype.fields:
         child = f"{path}.{f.name}"
@@ -385,7 +378,7 @@ def _elements(dtype: DataType, meta: dict, path: str, inner: str, what: str) -> 
     return element
 
 
-def _array(dtype: ArrayType, meta: dict, path: str) -> Node:
+def _array(dtype: ArrayType, meta: dict, path: str) -> Conversion:
     element = _elements(dtype.elementType, meta.get(keys.ITEMS) or {}, path, f"{path}[]", "an item")
     bad = _type_error(path, "is not of type 'array'")
 
@@ -401,7 +394,7 @@ def _array(dtype: ArrayType, meta: dict, path: str) -> Node:
     return array
 
 
-def _map(dtype: MapType, meta: dict, path: str) -> Node:
+def _map(dtype: MapType, meta: dict, path: str) -> Conversion:
     value = _elements(dtype.valueType, meta.get(keys.VALUES) or {}, path, f"{path}{{}}", "a value")
     bad = _type_error(path, "is not of type 'object'")
 

@@ -30,22 +30,8 @@ import tempfile
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DataType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DecimalType, DoubleType, FloatType,
+                               IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType)
 
 from . import keys
 from .json_schema import SchemaError

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import ForbiddenReference, SchemaReferenceError, split_pointer
+from ..errors import ForbiddenReference, SchemaReferenceError
+from ..problems import split_pointer
 from .languages import Language, language_of
 from .registry import find_schema, registry_reference, split_reference, version_content
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from ..errors import split_pointer
+from ..problems import split_pointer
 
 
 def split_reference(ref: str) -> tuple[str, str | None, str | None]:

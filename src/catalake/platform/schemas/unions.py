@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import (
-    ByteType,
-    DataType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import (ByteType, DataType, DoubleType, FloatType, IntegerType, LongType, ShortType, StringType,
+                               StructField, StructType)
 
 from . import keys
 

@@ -30,9 +30,9 @@ from deltalake.transaction import create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .. import uris
 from ..errors import StorageError
 from ..sql import ident, string
+from ..uris import Location
 from .arrowschemas import arrow_schema_with_metadata, spark_schema_of
 from .commit import commit
 from .files import partition_value, write_files
@@ -83,23 +83,23 @@ def _probe_delta_source(spark: SparkSession) -> bool:
     return True
 
 
-def backend_without_session(requested: str, root: str, master: str, conf: dict) -> str | None:
+def backend_without_session(requested: str, root: Location, master: str, conf: dict) -> str | None:
     """The backend when it is known without a Spark session (None: only the session can tell):
     delta-rs when asked for, on object storage, or for a local session whose settings name no
     delta-spark jars. Lets a step that only writes through delta-rs run before Spark is up."""
-    if requested == "delta-rs" or (requested == "auto" and uris.is_remote(root)):
+    if requested == "delta-rs" or (requested == "auto" and root.remote):
         return "delta-rs"
     if requested != "auto" or not master.startswith("local"):
         return None
     return None if _names_delta_jars(conf.get) else "delta-rs"
 
 
-def choose_backend(spark: SparkSession, requested: str = "auto", root: str = "") -> str:
+def choose_backend(spark: SparkSession, requested: str = "auto", root: Location | None = None) -> str:
     """Resolve 'auto' to a concrete backend; an explicit choice is honoured (and checked). On
     object storage 'auto' is delta-rs: Spark's own connector would need the store's Hadoop jars."""
     if requested not in ("auto", *BACKENDS):
         raise StorageError(f"unknown Delta backend {requested!r}; use one of auto, {', '.join(BACKENDS)}")
-    if requested == "auto" and uris.is_remote(root):
+    if requested == "auto" and root is not None and root.remote:
         return "delta-rs"
     native = native_delta_available(spark) if requested in ("auto", "delta-spark") else False
     if requested == "delta-spark" and not native:
@@ -119,7 +119,7 @@ def choose_backend(spark: SparkSession, requested: str = "auto", root: str = "")
 
 
 class Backend(ABC):
-    """What the two backends do differently. Each works on a table's location (`path`); the
+    """What the two backends do differently. Each works on a table's `location`; the
     store names the tables, holds their snapshots and checks every write before it asks."""
 
     name: str  # one of BACKENDS
@@ -133,25 +133,25 @@ class Backend(ABC):
         return None
 
     @abstractmethod
-    def create(self, path: str, name: str, schema: StructType, partition_by: Sequence[str], description: str | None,
-               properties: dict) -> bool:
+    def create(self, location: Location, name: str, schema: StructType, partition_by: Sequence[str],
+               description: str | None, properties: dict) -> bool:
         """Create the empty table; False when another writer created it first."""
 
     @abstractmethod
-    def add_columns(self, path: str, schema: StructType) -> None:
+    def add_columns(self, location: Location, schema: StructType) -> None:
         """Evolve the table to `schema` in one metadata-only commit."""
 
     @abstractmethod
-    def write(self, df: DataFrame, path: str, partition_by: list[str], mode: str, replace: dict | None) -> None:
+    def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         """Write `df` (aligned with the table) in one commit: appended (`mode` "append"), or
         replacing the whole table or the partition in `replace` ("overwrite")."""
 
     @abstractmethod
-    def overwrite_rows(self, table: DeltaTable, path: str, rows: list[dict]) -> None:
+    def overwrite_rows(self, table: DeltaTable, location: Location, rows: list[dict]) -> None:
         """Replace a small table's content with rows built on the driver, in one commit."""
 
     @abstractmethod
-    def read(self, path: str, load: Callable[[], DeltaTable]) -> DataFrame:
+    def read(self, location: Location, load: Callable[[], DeltaTable]) -> DataFrame:
         """The table's current snapshot as a Spark DataFrame (`load`: the table's snapshot)."""
 
 
@@ -160,11 +160,11 @@ class DeltaSparkBackend(Backend):
 
     name = "delta-spark"
 
-    def create(self, path: str, name: str, schema: StructType, partition_by: Sequence[str], description: str | None,
-               properties: dict) -> bool:
+    def create(self, location: Location, name: str, schema: StructType, partition_by: Sequence[str],
+               description: str | None, properties: dict) -> bool:
         from delta.tables import DeltaTable as SparkDeltaTable
 
-        builder = SparkDeltaTable.createIfNotExists(self.session()).location(path).addColumns(schema)
+        builder = SparkDeltaTable.createIfNotExists(self.session()).location(location.uri).addColumns(schema)
         if partition_by:
             builder = builder.partitionedBy(*partition_by)
         if description:
@@ -174,24 +174,24 @@ class DeltaSparkBackend(Backend):
         builder.execute()
         return True
 
-    def add_columns(self, path: str, schema: StructType) -> None:
+    def add_columns(self, location: Location, schema: StructType) -> None:
         (
             self.session().createDataFrame([], schema).write.format("delta")
-            .mode("append").option("mergeSchema", "true").save(path)
+            .mode("append").option("mergeSchema", "true").save(location.uri)
         )
 
-    def write(self, df: DataFrame, path: str, partition_by: list[str], mode: str, replace: dict | None) -> None:
+    def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         writer = df.write.format("delta").mode(mode)
         if replace:
             (col, val), = replace.items()
             writer = writer.option("replaceWhere", f"{ident(col)} = {string(val)}")
-        writer.save(path)
+        writer.save(location.uri)
 
-    def overwrite_rows(self, table: DeltaTable, path: str, rows: list[dict]) -> None:
-        self.write(self.session().createDataFrame(rows, spark_schema(table)), path, [], "overwrite", None)
+    def overwrite_rows(self, table: DeltaTable, location: Location, rows: list[dict]) -> None:
+        self.write(self.session().createDataFrame(rows, spark_schema(table)), location, [], "overwrite", None)
 
-    def read(self, path: str, load: Callable[[], DeltaTable]) -> DataFrame:
-        return self.session().read.format("delta").load(path)
+    def read(self, location: Location, load: Callable[[], DeltaTable]) -> DataFrame:
+        return self.session().read.format("delta").load(location.uri)
 
 
 class DeltaRsBackend(Backend):
@@ -204,12 +204,12 @@ class DeltaRsBackend(Backend):
         # Delta's Parquet timestamps are INT64 microseconds (Spark's default is INT96)
         session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
-    def create(self, path: str, name: str, schema: StructType, partition_by: Sequence[str], description: str | None,
-               properties: dict) -> bool:
+    def create(self, location: Location, name: str, schema: StructType, partition_by: Sequence[str],
+               description: str | None, properties: dict) -> bool:
         table_schema = arrow_schema_with_metadata(schema)
         try:
             create_table_with_add_actions(
-                path,
+                location.uri,
                 DeltaSchema.from_arrow(table_schema),
                 [],
                 mode="error",
@@ -220,42 +220,42 @@ class DeltaRsBackend(Backend):
                 storage_options=self.options,
             )
         except Exception:
-            if not DeltaTable.is_deltatable(path, storage_options=self.options):
+            if not DeltaTable.is_deltatable(location.uri, storage_options=self.options):
                 raise
             return False
         return True
 
-    def add_columns(self, path: str, schema: StructType) -> None:
-        write_deltalake(path, arrow_schema_with_metadata(schema).empty_table(), mode="append", schema_mode="merge",
+    def add_columns(self, location: Location, schema: StructType) -> None:
+        write_deltalake(location.uri, arrow_schema_with_metadata(schema).empty_table(), mode="append", schema_mode="merge",
                         storage_options=self.options)
 
-    def write(self, df: DataFrame, path: str, partition_by: list[str], mode: str, replace: dict | None) -> None:
-        files = write_files(df, path, partition_by)
-        commit(path, files, partition_by, replace, overwrite=mode == "overwrite")
+    def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
+        files = write_files(df, location, partition_by)
+        commit(location, files, partition_by, replace, overwrite=mode == "overwrite")
 
-    def overwrite_rows(self, table: DeltaTable, path: str, rows: list[dict]) -> None:
+    def overwrite_rows(self, table: DeltaTable, location: Location, rows: list[dict]) -> None:
         schema = arrow_schema_with_metadata(spark_schema(table))
         write_deltalake(table, pa.Table.from_pylist(rows, schema=schema), mode="overwrite",
                         storage_options=self.options)
 
-    def read(self, path: str, load: Callable[[], DeltaTable]) -> DataFrame:
+    def read(self, location: Location, load: Callable[[], DeltaTable]) -> DataFrame:
         table = load()
         schema = spark_schema(table)
-        if uris.is_remote(path):
+        if location.remote:
             from .filesource import NAME, register
 
-            files = _file_list(table, path, list(table.metadata().partition_columns))
+            files = _file_list(table, list(table.metadata().partition_columns))
             if not files:
                 return self.session().createDataFrame([], schema)
             register(self.session())
             return (self.session().read.format(NAME).schema(schema)
-                    .option("schema", schema.json()).option("files", json.dumps(files)).load())
+                    .option("schema", schema.json()).option("table", location.uri).option("files", json.dumps(files)).load())
         files = [_local_path(u) for u in table.file_uris()]
         if not files:
             return self.session().createDataFrame([], schema)
         # Only the snapshot's files: a plain directory read would also see files that an
         # overwrite removed. The explicit schema keeps partition column types and order.
-        df = self.session().read.option("basePath", path).schema(schema).parquet(*files)
+        df = self.session().read.option("basePath", location.uri).schema(schema).parquet(*files)
         return df.select(schema.fieldNames())
 
 
@@ -273,12 +273,12 @@ def _local_path(uri: str) -> str:
     return parsed.path if parsed.scheme == "file" else uri
 
 
-def _file_list(table: DeltaTable, root: str, partition_by: list[str]) -> list:
-    """[uri, {partition column: value}] of every file of the table's snapshot."""
+def _file_list(table: DeltaTable, partition_by: list[str]) -> list:
+    """[path as the log names it, {partition column: value}] of every file of the table's snapshot."""
     actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
     paths = actions.get("path", [])
     values = [{c: partition_value(actions[f"partition.{c}"][i]) for c in partition_by} for i in range(len(paths))]
-    return [[p if "://" in p else uris.join(root, p), v] for p, v in zip(paths, values)]
+    return [[p, v] for p, v in zip(paths, values)]
 
 
 __all__ = ["BACKENDS", "Backend", "DeltaRsBackend", "DeltaSparkBackend", "backend_for", "backend_without_session",

@@ -21,21 +21,20 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
-from .. import uris
 from ..errors import AlreadyCommitted, Conflict, StorageError
+from ..uris import Location
 from .files import WrittenFile, partition_value, remove_files
 
 COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
 COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
 
 
-def only_new_version(root: str, read_version: int) -> bool:
+def only_new_version(root: Location, read_version: int) -> bool:
     """Whether a commit made from the snapshot at `read_version` is the log's only entry after
     it: no entry `read_version + 2` exists (the commit is at `read_version + 1` or later, so
     it is that one). One metadata request on object storage, against reading the log again."""
-    filesystem, base = uris.filesystem(root)
     try:  # an open is one request on object storage; get_file_info of a missing key is two
-        filesystem.open_input_file(f"{base}/_delta_log/{read_version + 2:020d}.json").close()
+        root.filesystem.open_input_file(f"{root.path}/_delta_log/{read_version + 2:020d}.json").close()
     except FileNotFoundError:
         return True
     return False
@@ -62,7 +61,7 @@ def replaced(replace: dict) -> tuple[str, set[str]]:
     return column, set(values) if isinstance(values, (list, tuple, set, frozenset)) else {values}
 
 
-def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version: int, mine: set[str],
+def _remove_concurrent(root: Location, table: DeltaTable, read_version: int, version: int, mine: set[str],
                        replace: dict) -> None:
     """After a partition overwrite committed at `version` from the snapshot `read_version`: the
     files another writer added to those partitions in between were not in the snapshot, so the
@@ -73,10 +72,9 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
     if version <= read_version + 1:
         return
     column, values = replaced(replace)
-    filesystem, base = uris.filesystem(root)
     added: set[str] = set()
     for between in range(read_version + 1, version):
-        with filesystem.open_input_stream(f"{base}/_delta_log/{between:020d}.json") as log:
+        with root.filesystem.open_input_stream(f"{root.path}/_delta_log/{between:020d}.json") as log:
             for line in log.read().splitlines():
                 action = json.loads(line).get("add")
                 if action and partition_value((action.get("partitionValues") or {}).get(column)) in values:
@@ -104,7 +102,7 @@ def _remove_concurrent(root: str, table: DeltaTable, read_version: int, version:
             time.sleep(0.05 * (attempt + 1))
 
 
-def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
+def commit(root: Location, files: list[WrittenFile], partition_by: list[str], replace: dict | None, overwrite: bool,
            table: DeltaTable | None = None, transaction: tuple[str, int] | None = None) -> tuple[int, DeltaTable, bool]:
     """Driver side: one Delta transaction adding `files` (replacing the partitions in `replace`,
     `{column: value}` or `{column: [values]}`);
@@ -113,43 +111,15 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
     from (only_new_version): the table is then that snapshot, and the new version is it plus
     this commit's actions. `table`: the table as just loaded (on object storage each load is
     several requests)."""
-    filters = None
-    if replace:
-        col, values = replaced(replace)
-        stray = {f.partition_values.get(col) for f in files} - values
-        if stray:
-            remove_files(root, files)
-            raise StorageError(f"overwrite of partition {col}={', '.join(sorted(values))} in {root} got rows for "
-                               f"{sorted(map(str, stray))}")
-        filters = [(col, "=", *values)] if len(values) == 1 else [(col, "in", sorted(values))]
-    now = int(time.time() * 1000)
-    actions = [
-        AddAction(
-            path=f.path,
-            size=f.size,
-            partition_values=f.partition_values,
-            modification_time=now,
-            data_change=True,
-            stats=json.dumps({"numRecords": f.num_records}),
-        )
-        for f in files
-    ]
+    filters = _partition_filters(root, files, replace) if replace else None
+    actions = _add_actions(files, int(time.time() * 1000))
     commit = uuid.uuid4().hex
     for attempt in range(COMMIT_ATTEMPTS):
         if table is None or attempt:
-            table = DeltaTable(root, storage_options=uris.delta_options(root))
+            table = DeltaTable(root.uri, storage_options=root.delta_options())
         read_version = table.version()
         try:
-            table.create_write_transaction(
-                actions,
-                mode="overwrite" if overwrite else "append",
-                schema=table.schema(),
-                partition_by=partition_by or None,
-                partition_filters=filters,
-                commit_properties=CommitProperties(
-                    custom_metadata={COMMIT_KEY: commit},
-                    app_transactions=[Transaction(*transaction)] if transaction else None),
-            )
+            _write_transaction(table, actions, partition_by, filters, overwrite, commit, transaction)
             if only_new_version(root, read_version):
                 return read_version + 1, table, False
             version = _committed_version(table, commit, read_version)
@@ -161,18 +131,63 @@ def commit(root: str, files: list[WrittenFile], partition_by: list[str], replace
             # made again on the new snapshot, so the partition holds exactly these files; an
             # append of a transaction another writer committed meanwhile is not made again
             if transaction is not None:
-                done = DeltaTable(root, storage_options=uris.delta_options(root)).transaction_version(transaction[0])
-                if done is not None and done >= transaction[1]:
-                    raise AlreadyCommitted(f"{root}: transaction {transaction[0]} {transaction[1]} is committed") from None
+                _refuse_committed(root, transaction)
             if attempt + 1 == COMMIT_ATTEMPTS:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
 
 
+def _partition_filters(root: Location, files: list[WrittenFile], replace: dict) -> list[tuple]:
+    """delta-rs' filters of the partitions an overwrite replaces. Files of any other partition
+    are removed and the commit refused."""
+    col, values = replaced(replace)
+    stray = {f.partition_values.get(col) for f in files} - values
+    if stray:
+        remove_files(root, files)
+        raise StorageError(f"overwrite of partition {col}={', '.join(sorted(values))} in {root.uri} got rows for "
+                           f"{sorted(map(str, stray))}")
+    return [(col, "=", *values)] if len(values) == 1 else [(col, "in", sorted(values))]
 
 
-def commit_compaction(root: str, removed: list[WrittenFile], added: list[WrittenFile], table: DeltaTable,
+def _add_actions(files: list[WrittenFile], now: int) -> list[AddAction]:
+    return [
+        AddAction(
+            path=f.path,
+            size=f.size,
+            partition_values=f.partition_values,
+            modification_time=now,
+            data_change=True,
+            stats=json.dumps({"numRecords": f.num_records}),
+        )
+        for f in files
+    ]
+
+
+def _write_transaction(table: DeltaTable, actions: list[AddAction], partition_by: list[str], filters: list | None,
+                       overwrite: bool, commit: str, transaction: tuple[str, int] | None) -> None:
+    """The commit's one attempt on `table`'s snapshot, named by `commit` in its commitInfo."""
+    table.create_write_transaction(
+        actions,
+        mode="overwrite" if overwrite else "append",
+        schema=table.schema(),
+        partition_by=partition_by or None,
+        partition_filters=filters,
+        commit_properties=CommitProperties(
+            custom_metadata={COMMIT_KEY: commit},
+            app_transactions=[Transaction(*transaction)] if transaction else None),
+    )
+
+
+def _refuse_committed(root: Location, transaction: tuple[str, int]) -> None:
+    """Raises AlreadyCommitted when the table's log has application transaction `transaction`
+    (another writer committed it)."""
+    done = DeltaTable(root.uri, storage_options=root.delta_options()).transaction_version(transaction[0])
+    if done is not None and done >= transaction[1]:
+        raise AlreadyCommitted(f"{root.uri}: transaction {transaction[0]} {transaction[1]} is committed") from None
+
+
+def commit_compaction(root: Location, removed: list[WrittenFile], added: list[WrittenFile], table: DeltaTable,
                       operation: dict[str, str]) -> int:
     """Driver side: one Delta transaction that replaces files by the files merged from them,
     marked as no data change (readers of the change feed and streaming readers skip it). delta-rs
@@ -193,5 +208,5 @@ def commit_compaction(root: str, removed: list[WrittenFile], added: list[Written
                                        partition_by=list(table.metadata().partition_columns) or None,
                                        commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit, **operation}))
     except CommitFailedError as exc:
-        raise Conflict(f"{root}: {str(exc).splitlines()[0]}") from None
+        raise Conflict(f"{root.uri}: {str(exc).splitlines()[0]}") from None
     return _committed_version(table, commit, read_version)

@@ -22,10 +22,8 @@ from typing import Sequence
 from pyspark.sql.types import StructType
 
 from ..sql import ansi_string
-from .catalog_table import CATALOG_TABLE
-from .catalog_table import SCHEMA as CATALOG_SCHEMA
-from .deadletters import DEADLETTER_TABLE
-from .deadletters import SCHEMA as DEADLETTER_SCHEMA
+from .catalog_table import CATALOG_TABLE, SCHEMA as CATALOG_SCHEMA
+from .deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .message_tables import MessageTable
 
 SOURCES_FILE = Path("models") / "sources.yml"

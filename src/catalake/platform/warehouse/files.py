@@ -28,6 +28,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame
 
 from .. import uris
+from ..uris import Location
 from .arrowschemas import arrow_schema
 
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
@@ -58,18 +59,18 @@ def partition_value(value) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[WrittenFile]:
+def write_files(df: DataFrame, root: Location, partition_by: list[str]) -> list[WrittenFile]:
     """Executors write the rows as Parquet (Spark's own writer) into a staging folder of the
-    table; the driver then moves each file into its partition folder and reads its footer for
-    the row count. No row passes through the driver."""
-    if uris.is_remote(root):
+    table at `root`; the driver then moves each file into its partition folder and reads its
+    footer for the row count. No row passes through the driver."""
+    if root.remote:
         return _write_files_remote(df, root, partition_by)
-    filesystem, base = filesystem_of(root)
+    filesystem, base = root.filesystem, root.path
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = df.write.mode("overwrite").option("compression", "zstd")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    writer.parquet(f"{root.rstrip('/')}/{staging}")
+    writer.parquet(f"{base}/{staging}")
     written: list[WrittenFile] = []
     try:
         for info in filesystem.get_file_info(pafs.FileSelector(f"{base}/{staging}", recursive=True)):
@@ -93,41 +94,42 @@ def write_files(df: DataFrame, root: str, partition_by: list[str]) -> list[Writt
     return written
 
 
-def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> list[WrittenFile]:
+def _write_files_remote(df: DataFrame, root: Location, partition_by: list[str]) -> list[WrittenFile]:
     """Executors write the rows as Parquet with pyarrow straight into the table's partition
     folders on object storage (Spark's own writer would need the store's Hadoop jars); only
     the files' names, sizes and row counts come back. Files of failed task attempts, and of a
-    failed write, are removed (their names carry the write)."""
+    failed write, are removed (their names carry the write). `root` travels to the executors with
+    the driver's storage settings (uris.Location)."""
     write_id = uuid.uuid4().hex[:12]
     schema = arrow_schema(df.schema, exclude=partition_by)
-    storage = uris.storage_environment()
+    try:
+        rows = df.mapInArrow(_remote_writer(root, partition_by, schema, write_id), "files string").collect()
+    except BaseException:
+        _remove_write(root, write_id)
+        raise
+    written = [WrittenFile(rel, size, values, n) for r in rows for rel, size, n, values in json.loads(r["files"])]
+    _remove_write(root, write_id, keep={f.path for f in written})
+    return written
 
+
+def _remote_writer(root: Location, partition_by: list[str], schema: pa.Schema, write_id: str):
+    """The function of a remote write's Spark job: a task's rows into one Parquet file per
+    partition value it meets, named by the write, the task and its attempt; yields the files'
+    `[path, size, rows, partition values]` as JSON."""
     def write(batches):
         from pyspark import TaskContext
 
-        uris.adopt(storage)
-        filesystem, base = uris.filesystem(root)
+        filesystem, base = root.filesystem, root.path
         context = TaskContext.get()
         task = f"{context.partitionId()}-{context.attemptNumber()}" if context is not None else "0-0"
         open_files: dict[tuple, list] = {}  # partition values -> [writer, stream, relative path, rows]
         try:
             for batch in batches:
-                table = pa.Table.from_batches([batch])
-                groups = [((), table)]
-                if partition_by:
-                    keys = table.select(partition_by).to_pylist()
-                    found: dict[tuple, list[int]] = {}
-                    for i, key in enumerate(keys):
-                        found.setdefault(tuple(partition_value(key[c]) for c in partition_by), []).append(i)
-                    groups = [(k, table.take(pa.array(rows))) for k, rows in found.items()]
-                for key, part in groups:
+                for key, part in _partition_groups(pa.Table.from_batches([batch]), partition_by):
                     entry = open_files.get(key)
                     if entry is None:
-                        folder = "/".join(f"{c}={v if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in zip(partition_by, key))
-                        rel = "/".join(x for x in (folder, f"part-{write_id}-{task}-{len(open_files)}.zstd.parquet") if x)
-                        uris.make_folders(filesystem, f"{base}/{rel}".rsplit("/", 1)[0])
-                        stream = filesystem.open_output_stream(f"{base}/{rel}")
-                        entry = open_files[key] = [pq.ParquetWriter(stream, schema, compression="zstd"), stream, rel, 0]
+                        name = f"part-{write_id}-{task}-{len(open_files)}.zstd.parquet"
+                        entry = open_files[key] = _open_part(filesystem, base, partition_by, key, name, schema)
                     entry[0].write_table(part.select(schema.names).cast(schema))
                     entry[3] += part.num_rows
         finally:
@@ -138,35 +140,44 @@ def _write_files_remote(df: DataFrame, root: str, partition_by: list[str]) -> li
                    for key, (_, _, rel, rows) in open_files.items()]
         yield pa.record_batch([pa.array([json.dumps(written)])], names=["files"])
 
-    try:
-        rows = df.mapInArrow(write, "files string").collect()
-    except BaseException:
-        _remove_write(root, write_id)
-        raise
-    written = [WrittenFile(rel, size, values, n) for r in rows for rel, size, n, values in json.loads(r["files"])]
-    _remove_write(root, write_id, keep={f.path for f in written})
-    return written
+    return write
 
 
-def _remove_write(root: str, write_id: str, keep: set[str] = frozenset()) -> None:
+def _partition_groups(table: pa.Table, partition_by: list[str]) -> list[tuple[tuple, pa.Table]]:
+    """The table's rows grouped by their partition values (one group when not partitioned)."""
+    if not partition_by:
+        return [((), table)]
+    keys = table.select(partition_by).to_pylist()
+    found: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        found.setdefault(tuple(partition_value(key[c]) for c in partition_by), []).append(i)
+    return [(k, table.take(pa.array(rows))) for k, rows in found.items()]
+
+
+def _open_part(filesystem, base: str, partition_by: list[str], key: tuple, name: str, schema: pa.Schema) -> list:
+    """A new file `name` in the partition folder of `key`, open for writing: [writer, stream,
+    relative path, rows]."""
+    folder = "/".join(f"{c}={v if v is not None else '__HIVE_DEFAULT_PARTITION__'}" for c, v in zip(partition_by, key))
+    rel = "/".join(x for x in (folder, name) if x)
+    uris.make_folders(filesystem, f"{base}/{rel}".rsplit("/", 1)[0])
+    stream = filesystem.open_output_stream(f"{base}/{rel}")
+    return [pq.ParquetWriter(stream, schema, compression="zstd"), stream, rel, 0]
+
+
+def _remove_write(root: Location, write_id: str, keep: set[str] = frozenset()) -> None:
     """The files of one executor write that are not in `keep` (failed attempts, a failed write)."""
-    filesystem, base = filesystem_of(root)
+    filesystem, base = root.filesystem, root.path
     for info in filesystem.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True)):
         rel = info.path[len(base):].lstrip("/")
         if info.type == pafs.FileType.File and f"/part-{write_id}-" in f"/{rel}" and rel not in keep:
             filesystem.delete_file(info.path)
 
 
-def filesystem_of(root: str):
-    """(pyarrow filesystem, path inside it) of a table root: a local folder or a URI."""
-    return uris.filesystem(root)
-
-
-def remove_files(root: str, files: Sequence[WrittenFile]) -> None:
-    filesystem, base = filesystem_of(root)
+def remove_files(root: Location, files: Sequence[WrittenFile]) -> None:
+    """Written files of the table at `root` removed (those already gone are passed over)."""
     for f in files:
         try:
-            filesystem.delete_file(f"{base}/{f.path}")
+            root.filesystem.delete_file(f"{root.path}/{f.path}")
         except OSError:
             pass
 
@@ -176,8 +187,8 @@ class PartFiles:
     each table's partition folder under names no other run uses (`part-<run>-<task>-<n>`). They
     are invisible to every reader until the driver commits them (`DeltaStore.commit_partition`)."""
 
-    def __init__(self, warehouse: str, day, prefix: str):
-        self.filesystem, self.base = filesystem_of(warehouse)
+    def __init__(self, warehouse: Location, day, prefix: str):
+        self.filesystem, self.base = warehouse.filesystem, warehouse.path
         self.folder = f"{PARTITION_COLUMN}={partition_value(day)}"
         self.prefix = prefix
         self.files: dict[str, list[PartFile]] = {}
@@ -210,7 +221,7 @@ class PartFiles:
         self.files = {}
 
 
-def snapshot_dataset(table, location: str, **options):
+def snapshot_dataset(table, location: Location, **options):
     """A Delta table's snapshot (`table`, a `deltalake.DeltaTable` at `location`) as a pyarrow
     dataset read through pyarrow's own filesystem. deltalake's default reads through a Python
     filesystem handler (`DeltaStorageHandler`) called from Arrow's I/O threads, which outlive the
@@ -220,13 +231,12 @@ def snapshot_dataset(table, location: str, **options):
     return table.to_pyarrow_dataset(filesystem=_rooted(location), **options)
 
 
-def read_snapshot(table, location: str, columns: list[str] | None = None, partitions=None, filters=None) -> pa.Table:
+def read_snapshot(table, location: Location, columns: list[str] | None = None, partitions=None, filters=None) -> pa.Table:
     """The snapshot's rows as one Arrow table (see `snapshot_dataset`), with deltalake's
     `to_pyarrow_table` arguments."""
     return table.to_pyarrow_table(partitions=partitions, columns=columns, filters=filters, filesystem=_rooted(location))
 
 
-def _rooted(location: str) -> pafs.FileSystem:
+def _rooted(location: Location) -> pafs.FileSystem:
     """pyarrow's filesystem of `location`, with the paths below it (what a Delta log names)."""
-    filesystem, base = uris.filesystem(location)
-    return pafs.SubTreeFileSystem(base, filesystem)
+    return pafs.SubTreeFileSystem(location.path, location.filesystem)

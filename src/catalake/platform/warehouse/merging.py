@@ -31,12 +31,11 @@ from typing import NamedTuple, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import uris
 from ..errors import MergeError
 from ..spark import is_session
-from .files import PartFile, filesystem_of
+from ..uris import Location
+from .files import PartFile
 
-TARGET_FILE_BYTES = 128 << 20  # CATALAKE_TARGET_FILE_BYTES: what Parquet readers read best
 MERGE_OUTPUT = "merge int, json string"
 ROW_GROUP_BYTES = 128 << 20  # Arrow bytes gathered into one write (row groups of up to pyarrow's 1Mi rows)
 LOCAL_THREADS = 4  # merges in the driver's process when there is no Spark session: pyarrow releases the GIL
@@ -131,8 +130,7 @@ def _unified(schemas: list[pa.Schema]) -> pa.Schema:
     return pa.unify_schemas(schemas, promote_options="permissive")
 
 
-def merge_files(warehouse: str, merge: Merge, filesystem=None, base: str | None = None, *,
-                whole_read_bytes: int = WHOLE_READ_BYTES) -> PartFile:
+def merge_files(warehouse: Location, merge: Merge, *, whole_read_bytes: int = WHOLE_READ_BYTES) -> PartFile:
     """Executor side (or the driver's, for small merges: run_merges): the inputs, in order, into
     one zstd Parquet file. Inputs of at most WHOLE_READ_BYTES in all are read whole, one pyarrow
     call a file, and written at once: a merge of a few kilobytes then costs a few milliseconds
@@ -142,42 +140,15 @@ def merge_files(warehouse: str, merge: Merge, filesystem=None, base: str | None 
     ROW_GROUP_BYTES of Arrow data in memory): a file of a hundred 1,000-row groups compresses a
     third worse and scans 2.5 times slower than one of the same rows in large groups
     (benchmarks/maintenance.py). Either way the rows read are counted against the inputs' rows.
-    Returns the written file; a failed merge removes what it wrote. `filesystem`, `base`: the
-    warehouse's, when the caller has them."""
-    if filesystem is None:
-        filesystem, base = filesystem_of(warehouse)
-    root = "/".join([base.rstrip("/"), *merge.table.split("/")])
+    Returns the written file; a failed merge removes what it wrote."""
+    filesystem = warehouse.filesystem
+    root = warehouse.child(*merge.table.split("/")).path
     path = f"{root}/{merge.output}"
-    rows = 0
     try:
         if merge_bytes(merge) <= whole_read_bytes:
-            tables = []
-            for f in merge.inputs:
-                with filesystem.open_input_file(f"{root}/{f.path}") as source:  # not read_table: no dataset
-                    tables.append(pq.ParquetFile(source).read(use_threads=False))
-            schema = _unified([t.schema for t in tables])
-            merged = pa.concat_tables([_conform_table(t, schema) for t in tables])
-            rows = merged.num_rows
-            with filesystem.open_output_stream(path) as out:
-                pq.write_table(merged, out, compression="zstd")
-                size = out.tell()
+            rows, size = _merge_whole(filesystem, root, merge.inputs, path)
         else:
-            schema = _unified([pq.read_schema(filesystem.open_input_file(f"{root}/{f.path}")) for f in merge.inputs])
-            with filesystem.open_output_stream(path) as out:
-                with pq.ParquetWriter(out, schema, compression="zstd") as writer:
-                    pending: list[pa.RecordBatch] = []
-                    held = 0
-                    for f in merge.inputs:
-                        with filesystem.open_input_file(f"{root}/{f.path}") as source:
-                            for batch in pq.ParquetFile(source).iter_batches(batch_size=65_536):
-                                pending.append(_conform(batch, schema))
-                                rows, held = rows + batch.num_rows, held + pending[-1].nbytes
-                                if held >= ROW_GROUP_BYTES:
-                                    writer.write_table(pa.Table.from_batches(pending, schema=schema))
-                                    pending, held = [], 0
-                    if pending:
-                        writer.write_table(pa.Table.from_batches(pending, schema=schema))
-                size = out.tell()
+            rows, size = _merge_streamed(filesystem, root, merge.inputs, path)
     except BaseException:
         try:
             filesystem.delete_file(path)
@@ -191,13 +162,50 @@ def merge_files(warehouse: str, merge: Merge, filesystem=None, base: str | None 
     return PartFile(merge.output, size, rows)
 
 
-def _spark_merges(warehouse: str, tasks: list[list[tuple[int, Merge]]], storage: dict[str, str]):
+def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
+    """The inputs read whole, one pyarrow call a file, and written at once to `path`. Returns
+    the rows read and the bytes written."""
+    tables = []
+    for f in inputs:
+        with filesystem.open_input_file(f"{root}/{f.path}") as source:  # not read_table: no dataset
+            tables.append(pq.ParquetFile(source).read(use_threads=False))
+    schema = _unified([t.schema for t in tables])
+    merged = pa.concat_tables([_conform_table(t, schema) for t in tables])
+    with filesystem.open_output_stream(path) as out:
+        pq.write_table(merged, out, compression="zstd")
+        size = out.tell()
+    return merged.num_rows, size
+
+
+def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
+    """The inputs streamed to `path`, their row groups gathered into groups of up to
+    ROW_GROUP_BYTES of Arrow data. Returns the rows read and the bytes written."""
+    rows = 0
+    schema = _unified([pq.read_schema(filesystem.open_input_file(f"{root}/{f.path}")) for f in inputs])
+    with filesystem.open_output_stream(path) as out:
+        with pq.ParquetWriter(out, schema, compression="zstd") as writer:
+            pending: list[pa.RecordBatch] = []
+            held = 0
+            for f in inputs:
+                with filesystem.open_input_file(f"{root}/{f.path}") as source:
+                    for batch in pq.ParquetFile(source).iter_batches(batch_size=65_536):
+                        pending.append(_conform(batch, schema))
+                        rows, held = rows + batch.num_rows, held + pending[-1].nbytes
+                        if held >= ROW_GROUP_BYTES:
+                            writer.write_table(pa.Table.from_batches(pending, schema=schema))
+                            pending, held = [], 0
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending, schema=schema))
+        size = out.tell()
+    return rows, size
+
+
+def _spark_merges(warehouse: Location, tasks: list[list[tuple[int, Merge]]]):
+    """The function of a merge job; `warehouse` travels with the driver's storage settings (uris.Location)."""
     def run(batches):
-        uris.adopt(storage)
-        filesystem, base = filesystem_of(warehouse)
         for batch in batches:
             for task in batch.column(0).to_pylist():
-                done = [(i, merge_files(warehouse, merge, filesystem, base)) for i, merge in tasks[task]]
+                done = [(i, merge_files(warehouse, merge)) for i, merge in tasks[task]]
                 yield pa.record_batch([pa.array([i for i, _ in done], pa.int32()),
                                        pa.array([json.dumps(list(written)) for _, written in done])],
                                       names=["merge", "json"])
@@ -212,13 +220,12 @@ def _cores(spark) -> int:
         return os.cpu_count() or 2
 
 
-def _local_merges(warehouse: str, merges: list[Merge]) -> list[PartFile]:
-    filesystem, base = filesystem_of(warehouse)
+def _local_merges(warehouse: Location, merges: list[Merge]) -> list[PartFile]:
     with ThreadPoolExecutor(min(LOCAL_THREADS, len(merges))) as pool:
-        return list(pool.map(lambda m: merge_files(warehouse, m, filesystem, base), merges))
+        return list(pool.map(lambda m: merge_files(warehouse, m), merges))
 
 
-def run_merges(spark, warehouse: str, merges: list[Merge], *, task_bytes: int = TASK_BYTES,
+def run_merges(spark, warehouse: Location, merges: list[Merge], *, task_bytes: int = TASK_BYTES,
                driver_bytes: int = DRIVER_MERGE_BYTES) -> list[PartFile]:
     """The merged files, in the order of `merges`. With a Spark session: one Spark job whose
     tasks each run many merges one after another (merge_tasks: packed by input bytes), unless
@@ -230,7 +237,6 @@ def run_merges(spark, warehouse: str, merges: list[Merge], *, task_bytes: int = 
         return _local_merges(warehouse, merges)
     tasks = [[(i, merges[i]) for i in task] for task in merge_tasks(merges, _cores(spark), task_bytes)]
     n = len(tasks)
-    rows = spark.range(0, n, 1, n).mapInArrow(_spark_merges(warehouse, tasks, uris.storage_environment()),
-                                              MERGE_OUTPUT).collect()
+    rows = spark.range(0, n, 1, n).mapInArrow(_spark_merges(warehouse, tasks), MERGE_OUTPUT).collect()
     by_merge = {r["merge"]: PartFile(*json.loads(r["json"])) for r in rows}
     return [by_merge[i] for i in range(len(merges))]

@@ -31,27 +31,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DataType,
-    DateType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, IntegerType, LongType, MapType,
+                               StringType, StructField, StructType, TimestampType)
 
-from ..catalog import files_state
+from ..catalog.files import files_state
 from ..catalog.model import Catalog, MessageDefinition
 from ..catalog.normalize import protocol_family
 from ..catalog.rules import SCHEMA_SLOTS
-from ..errors import CatalogError, Problem, escape
+from ..errors import CatalogError
+from ..problems import escape
 from ..patterns import BUDGET_SECONDS, PatternError, backtracking_construct
+from ..problems import Problem
 from ..records import cloudevents
 from ..records.protocols import BY_FAMILY, TEXT_MAP
 from ..schemas import keys

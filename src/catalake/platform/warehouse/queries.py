@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 
-from .. import uris
+from ..uris import Location
 from .catalog_table import CATALOG_TABLE
 from .deadletters import DEADLETTER_TABLE
 from .files import snapshot_dataset
@@ -25,29 +25,30 @@ def analyst_name(table: str) -> str:
     return table.replace("/", "_")
 
 
-def warehouse_tables(root: str | os.PathLike) -> dict[str, str]:
+def warehouse_tables(root: str | os.PathLike | Location) -> dict[str, str]:
     """SQL name -> warehouse table, for every Delta table under the warehouse root (a folder or a URI)."""
-    root = uris.normalize(root)
-    filesystem, base = uris.filesystem(root)
+    root = Location.of(root)
     found = {}
     candidates = [CATALOG_TABLE, DEADLETTER_TABLE]
-    messages = filesystem.get_file_info(pafs.FileSelector(f"{base}/{MESSAGES_PREFIX.rstrip('/')}", allow_not_found=True))
+    messages = root.filesystem.get_file_info(
+        pafs.FileSelector(f"{root.path}/{MESSAGES_PREFIX.rstrip('/')}", allow_not_found=True))
     candidates += sorted(MESSAGES_PREFIX + i.base_name for i in messages if i.type == pafs.FileType.Directory)
+    options = root.delta_options()
     for table in candidates:
-        if DeltaTable.is_deltatable(uris.join(root, table), storage_options=uris.delta_options(root)):
+        if DeltaTable.is_deltatable(root.child(*table.split("/")).uri, storage_options=options):
             found[analyst_name(table)] = table
     return found
 
 
 def register_tables(spark: SparkSession, store: DeltaStore) -> dict[str, str]:
     """Every warehouse table as a Spark temporary view under its SQL name."""
-    tables = warehouse_tables(store.root)
+    tables = warehouse_tables(store.location)
     for name, table in tables.items():
         store.read(table).createOrReplaceTempView(name)
     return tables
 
 
-def duckdb_sql(warehouse: str, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
+def duckdb_sql(warehouse: str | Location, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of a DuckDB query over the warehouse tables it names, each read as the
     Arrow dataset of its current Delta snapshot (deltalake; no JVM, object storage included).
     Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline."""
@@ -56,12 +57,13 @@ def duckdb_sql(warehouse: str, query: str, limit: int | None = None) -> tuple[li
     import duckdb
 
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
-    options = uris.delta_options(warehouse)
+    warehouse = Location.of(warehouse)
+    options = warehouse.delta_options()
     with duckdb.connect() as con:
         for name, table in warehouse_tables(warehouse).items():
             if name in words:
-                location = uris.join(warehouse, table)
-                con.register(name, snapshot_dataset(DeltaTable(location, storage_options=options), location))
+                location = warehouse.child(*table.split("/"))
+                con.register(name, snapshot_dataset(DeltaTable(location.uri, storage_options=options), location))
         result = con.sql(query)
         if result is None:
             return [], []

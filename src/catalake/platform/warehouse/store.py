@@ -1,5 +1,5 @@
 """Delta tables for the warehouse: ``DeltaStore``, named tables under one root (a local folder
-or a URI: uris.py).
+or a URI, held as a ``uris.Location``).
 
 The store names the tables, holds their snapshots (``loaded_once``) and checks every write; its
 backend (backends.py: delta-spark or delta-rs) creates, evolves, writes and reads them. Either
@@ -29,29 +29,28 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 from pyarrow import fs as pafs
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.types import StructType
 
-from .. import uris
+from ..defaults import COMMIT_THREADS, DELTA_BACKEND
 from ..errors import StorageError
 from ..sql import ident
+from ..uris import Location
 from .arrowschemas import schema_value
 from .backends import backend_for, backend_without_session, choose_backend, spark_schema
 from .commit import AlreadyCommitted, commit, commit_compaction
-from .files import PARTITION_COLUMN, PartFile, WrittenFile, filesystem_of, partition_value, read_snapshot, remove_files
+from .files import PARTITION_COLUMN, PartFile, WrittenFile, partition_value, read_snapshot, remove_files
 
 # A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
 # of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
 # 0.5 s over a day of 100 increments; benchmarks/RESULTS.md)
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
-COMMIT_THREADS = 8  # tables loaded and committed at once by default (Settings.commit_threads)
 
 
 class DeltaStore:
     """The warehouse: named Delta tables (``catalog/messages``) under one root."""
 
-    def __init__(self, spark: SparkSession | Callable[[], SparkSession], root: str | os.PathLike, backend: str = "auto",
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession], root: str | os.PathLike, backend: str = DELTA_BACKEND,
                  *, master: str | None = None, conf: dict | None = None, commit_threads: int = COMMIT_THREADS):
         """`spark`: the session, or a function starting it when first needed; with the session's
         `master` and `conf`, a store whose backend they decide (backend_without_session) does
@@ -62,12 +61,12 @@ class DeltaStore:
         self._spark = spark if is_session(spark) else None
         self._start = None if self._spark is not None else spark
         self._configured = False
-        self.root = uris.normalize(root)
+        self.location = Location.of(root)  # the warehouse root, opened once: every table is below it
         self.commit_threads = max(1, commit_threads)
-        self.options = uris.delta_options(self.root)
+        self.options = self.location.delta_options()
         self._loaded: dict[str, DeltaTable] | None = None  # see loaded_once
-        known = backend_without_session(backend, self.root, master, conf or {}) if master is not None else None
-        self._backend = backend_for(known or choose_backend(self._session(), backend, self.root), lambda: self.spark,
+        known = backend_without_session(backend, self.location, master, conf or {}) if master is not None else None
+        self._backend = backend_for(known or choose_backend(self._session(), backend, self.location), lambda: self.spark,
                                     self.options)
         if self._spark is not None:
             self.spark  # noqa: B018 - the session's settings for this backend, before any write
@@ -87,13 +86,22 @@ class DeltaStore:
         return session
 
     @property
+    def root(self) -> str:
+        """The warehouse root as shown and configured: a local path or a URI."""
+        return self.location.uri
+
+    @property
     def backend(self) -> str:
         """The backend's name: one of backends.BACKENDS."""
         return self._backend.name
 
     # -- naming
+    def table_location(self, name: str) -> Location:
+        """Where table `name` is, on the warehouse's filesystem."""
+        return self.location.child(*name.split("/"))
+
     def path(self, name: str) -> str:
-        return uris.join(self.root, *name.split("/"))
+        return self.table_location(name).uri
 
     def exists(self, name: str) -> bool:
         if self._loaded is not None and name in self._loaded:
@@ -153,7 +161,7 @@ class DeltaStore:
         An existing table with a different schema is an error here; evolving a table is the
         caller's decision, never a side effect of create.
         """
-        path = self.path(name)
+        location = self.table_location(name)
         self._forget(name)
         if self.exists(name):
             current = self.spark_schema(name)
@@ -162,9 +170,9 @@ class DeltaStore:
                     f"table {name!r} exists with schema {current.simpleString()}, asked for {schema.simpleString()}"
                 )
             return False
-        if not uris.is_remote(path):
-            os.makedirs(path, exist_ok=True)
-        if not self._backend.create(path, name, schema, partition_by, description, TABLE_PROPERTIES):
+        if not location.remote:
+            os.makedirs(location.path, exist_ok=True)
+        if not self._backend.create(location, name, schema, partition_by, description, TABLE_PROPERTIES):
             # another run of the day created it first: checked as above
             return self.create(name, schema, partition_by, description)
         return True
@@ -173,7 +181,7 @@ class DeltaStore:
         """Evolve the table to `schema` (its columns plus new nullable ones, at any depth) in one
         metadata-only commit. Which changes are allowed is decided before (platform.evolution)."""
         self._forget(name)
-        self._backend.add_columns(self.path(name), schema)
+        self._backend.add_columns(self.table_location(name), schema)
 
     # -- writes
     def append(self, name: str, df: DataFrame) -> None:
@@ -187,7 +195,7 @@ class DeltaStore:
         """Replace a small metadata table's content (the catalog) with rows built on the driver,
         in one commit: no Spark job (and no wait for Spark) where delta-rs writes. Never for
         event data, which executors write."""
-        self._backend.overwrite_rows(self._table(name), self.path(name), list(rows))
+        self._backend.overwrite_rows(self._table(name), self.table_location(name), list(rows))
 
     def overwrite_partition(self, name: str, df: DataFrame, column: str, value) -> None:
         """Replace one partition (replaceWhere semantics); other partitions are untouched.
@@ -217,7 +225,7 @@ class DeltaStore:
             else F.col(ident(f.name)).cast(f.dataType).alias(f.name)
             for f in schema
         ])
-        self._backend.write(df, self.path(name), partition_by, mode, replace)
+        self._backend.write(df, self.table_location(name), partition_by, mode, replace)
 
     def commit_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
                          keep_on_failure: bool = False) -> "Committed":
@@ -237,16 +245,16 @@ class DeltaStore:
         partition's rows and files in the table as loaded after the commit (no log read again)."""
         written = [WrittenFile(path, size, {column: partition_value(value)}, rows)
                    for value, part in files.items() for path, size, rows in part]
-        path = self.path(name)
+        location = self.table_location(name)
         try:
             table = self._table(name)
             if column not in table.metadata().partition_columns:
                 raise StorageError(f"{column!r} is not a partition column of {name!r}")
-            version, table, reloaded = commit(path, written, [column], {column: [partition_value(v) for v in files]},
+            version, table, reloaded = commit(location, written, [column], {column: [partition_value(v) for v in files]},
                                               overwrite=True, table=table)
         except BaseException:
             if not keep_on_failure:
-                remove_files(path, written)
+                remove_files(location, written)
             raise
         if reloaded:
             counts = _partition_counts(table, column)
@@ -265,9 +273,9 @@ class DeltaStore:
         and the partition's rows as loaded after the commit, or None when another writer committed
         that transaction first (this one's files removed)."""
         written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
-        path = self.path(name)
+        location = self.table_location(name)
         try:
-            version, table, reloaded = commit(path, written, [column], None, overwrite=False, transaction=transaction,
+            version, table, reloaded = commit(location, written, [column], None, overwrite=False, transaction=transaction,
                                               table=self._table(name) if self._loaded is not None else None)
             if reloaded:
                 return _committed(version, table, column, value)
@@ -276,11 +284,11 @@ class DeltaStore:
             return Committed(version, None if before.rows is None or added is None else before.rows + added,
                              before.files + len(written))
         except AlreadyCommitted:
-            remove_files(path, written)  # the rows are in the table: another run's copy of them
+            remove_files(location, written)  # the rows are in the table: another run's copy of them
             return None
         except BaseException:
             if not keep_on_failure:
-                remove_files(path, written)
+                remove_files(location, written)
             raise
 
     def partition_files(self, name: str, column: str, value) -> list[PartFile]:
@@ -311,17 +319,17 @@ class DeltaStore:
         `read_version` serves the commit and is then the current one (no log loaded again)."""
         values = {column: partition_value(value)}
         written = [WrittenFile(f.path, f.size, values, f.rows) for f in added]
-        path = self.path(name)
+        location = self.table_location(name)
         try:
             loaded = self._loaded.get(name) if self._loaded is not None else None
             # the snapshot loaded_once holds, when it is the one read (no log load again)
             table = loaded if loaded is not None and loaded.version() == read_version else \
-                DeltaTable(path, version=read_version, storage_options=self.options)
-            version = commit_compaction(path, [WrittenFile(f.path, f.size, values, f.rows) for f in removed], written,
+                DeltaTable(location.uri, version=read_version, storage_options=self.options)
+            version = commit_compaction(location, [WrittenFile(f.path, f.size, values, f.rows) for f in removed], written,
                                         table, operation)
         except BaseException:
             self._forget(name)
-            remove_files(path, written)
+            remove_files(location, written)
             raise
         # commit_compaction left `table` at the newest version (read incrementally): the current snapshot
         if self._loaded is not None:
@@ -339,13 +347,13 @@ class DeltaStore:
         began = time.time()
         listed = self._table(name).vacuum(retention_hours=max(int(retention_hours), 0), dry_run=True,
                                           enforce_retention_duration=False, full=True)
-        root = self.path(name)
-        live = {unquote(p) for p in pa.table(DeltaTable(root, storage_options=self.options)
+        root = self.table_location(name)
+        live = {unquote(p) for p in pa.table(DeltaTable(root.uri, storage_options=self.options)
                                              .get_add_actions(flatten=True)).column("path").to_pylist()}
-        filesystem, base = filesystem_of(root)
+        filesystem, base = root.filesystem, root.path
         found = []
         for uri in listed:
-            rel = unquote(uri[len(root):].lstrip("/") if uri.startswith(root) else uri)
+            rel = unquote(uri[len(root.uri):].lstrip("/") if uri.startswith(root.uri) else uri)
             if rel in live or protect(rel):
                 continue
             info = filesystem.get_file_info(f"{base}/{rel}")
@@ -384,7 +392,8 @@ class DeltaStore:
         folder = f"{PARTITION_COLUMN}={partition_value(day)}"
         prefix = f"part-{run}-"
         for name in names:
-            filesystem, base = filesystem_of(f"{self.path(name)}/{folder}")
+            partition = self.table_location(name).child(folder)
+            filesystem, base = partition.filesystem, partition.path
             if filesystem.get_file_info(base).type != pafs.FileType.Directory:
                 continue
             mine = [i for i in filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
@@ -402,13 +411,14 @@ class DeltaStore:
     def has_partition(self, name: str, day: dt.date) -> bool:
         """Whether the table may hold rows of `day` (a cheap folder check on local warehouses; a
         false positive only costs an overwrite with nothing)."""
-        filesystem, path = uris.filesystem(uris.join(self.path(name), f"{PARTITION_COLUMN}={day.isoformat()}"))
-        return filesystem.get_file_info(path).type == pafs.FileType.Directory
+        partition = self.table_location(name).child(f"{PARTITION_COLUMN}={day.isoformat()}")
+        return partition.filesystem.get_file_info(partition.path).type == pafs.FileType.Directory
 
     def partition_days(self, name: str) -> set[dt.date]:
         """The days the table may hold rows of: its partition folders, in one listing (a run of a
         range asks this once a table, not once a table and day)."""
-        filesystem, path = uris.filesystem(self.path(name))
+        table = self.table_location(name)
+        filesystem, path = table.filesystem, table.path
         prefix = f"{PARTITION_COLUMN}="
         days = set()
         for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
@@ -441,10 +451,10 @@ class DeltaStore:
 
     def read(self, name: str) -> DataFrame:
         """The table's current snapshot as a Spark DataFrame."""
-        return self._backend.read(self.path(name), lambda: self._table(name))
+        return self._backend.read(self.table_location(name), lambda: self._table(name))
 
     def read_arrow(self, name: str) -> pa.Table:
-        return read_snapshot(self._table(name), self.path(name))
+        return read_snapshot(self._table(name), self.table_location(name))
 
     def history(self, name: str) -> list[dict]:
         """Commits, newest first (Delta's own commit info)."""

@@ -1,4 +1,4 @@
-"""The referee: Great Expectations (1.x)'s own engine over a table's stored rows, and the GX
+"""The validator: Great Expectations (1.x)'s own engine over a table's stored rows, and the GX
 file context under the warehouse.
 
 One GX file context lives under the warehouse (`<warehouse>/gx`): the suites, the validation
@@ -7,13 +7,13 @@ opens it; its `build_partition_docs` renders the pages of the validation results
 stored (the `data_docs` asset).
 
 * `Validator.validate` / `validate_stored`: GX's own engine on a stored partition (a Spark
-  DataFrame), the referee (`catalake validate`, tests) of what the classification pass
+  DataFrame), the second opinion (`catalake validate`, tests) on what the classification pass
   (evaluation.py) decided record by record. It answers with two Spark queries per suite however
   many expectations it has: the row count, then one aggregate computing every expectation's
   unexpected count together. Only expectations that failed are then asked for a few unexpected
   values (one more small query each).
 * `SuiteOutcome` / `ExpectationOutcome`: a suite's results as the Dagster checks and the CLI
-  report them, from the referee or from the classification pass (`pass_outcome`).
+  report them, from GX's validation or from the classification pass (`pass_outcome`).
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def _plain(value: Any) -> Any:
 def validate_stored(spark, store, tables, day, names: Sequence[str] | None = None, validator: Validator | None = None,
                     run_name: str | None = None) -> dict[str, SuiteOutcome]:
     """GX's own checkpoint on the stored partition `day` of each table (or of the tables named
-    by warehouse name or SQL name), the referee of the classification pass's results."""
+    by warehouse name or SQL name), the second opinion on the classification pass's results."""
     from ..config import local_folder
     from ..warehouse.files import PARTITION_COLUMN
     from .suites import build_suite

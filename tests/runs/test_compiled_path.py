@@ -1,4 +1,4 @@
-"""The batch path (runs/bulk.py) against the per-record path, the referee: the same landed records
+"""The compiled path (runs/bulk.py) against the per-record path, the referee: the same landed records
 through both give identical rows, dead letters (reason, detail, candidates, expectations) and
 quality tallies (counts and examples). Records are drawn at the edges of each table's schema
 (support/edges.py) for JSON Schema, Avro, Protobuf and JSON Structure definitions written here,
@@ -15,8 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from catalake.platform.catalog import load_catalog
 from catalake.platform.landing.planning import Piece
@@ -74,7 +73,7 @@ STRUCTURE = {
         "names": {"type": "array", "items": {"type": "string"}},
     },
 }
-# the same languages with only what the batch path types by column
+# the same languages with only what the compiled path types by column
 AVRO_PLAIN = {"type": "record", "name": "Plain", "namespace": "edges", "fields": [
     f for f in AVRO["fields"] if f["name"] != "at"]}
 STRUCTURE_PLAIN = {**STRUCTURE, "name": "P", "properties": {
@@ -153,7 +152,7 @@ def both_paths(tables, landed: Path, base: Path) -> tuple[dict, dict]:
     out = []
     for batch in (False, True):
         warehouse = base / ("batch" if batch else "per-record")
-        plan = dataclasses.replace(plan_for(tables, warehouse, DAY, run="diff", ingested_at=INGESTED), batch=batch)
+        plan = dataclasses.replace(plan_for(tables, warehouse, DAY, run="diff", ingested_at=INGESTED), compiled=batch)
         result = Classifier(plan).run("1.0", [Piece(str(landed))])
         out.append({**outcome(result, warehouse), "batched": result.batched})
     assert out[0].pop("batched") == 0
@@ -177,7 +176,7 @@ def edge_tables(tmp_path_factory):
     return {t.message.xid.rsplit("/", 1)[1]: t for t in tables}
 
 
-def test_every_language_of_the_edge_catalog_has_a_table_the_batch_path_types(edge_tables):
+def test_every_language_of_the_edge_catalog_has_a_table_the_compiled_path_types(edge_tables):
     from catalake.platform.runs.bulk import BulkTable
     from catalake.platform.runs.classifier import TableSpec
 

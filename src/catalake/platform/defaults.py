@@ -1,0 +1,18 @@
+"""Each setting's default, written once: `config.Settings` (the `CATALAKE_*` variables, described
+in the README's Configuration table), the Dagster resources and the engine's own functions read
+them here."""
+
+LAYOUT = "day"  # CATALAKE_LANDING_LAYOUT
+WAREHOUSE = "warehouse"  # CATALAKE_WAREHOUSE, below the working folder
+SPARK_MASTER = "local[*]"  # CATALAKE_SPARK_MASTER
+DELTA_BACKEND = "auto"  # CATALAKE_DELTA_BACKEND
+ENGINE = "spark"  # CATALAKE_ENGINE
+RECORD_EMPTY = True  # CATALAKE_RECORD_EMPTY
+COMPILED_PATH = True  # CATALAKE_COMPILED_PATH
+LOCAL_TASK_BYTES = 8 << 20  # CATALAKE_LOCAL_TASK_BYTES
+TARGET_FILE_BYTES = 128 << 20  # CATALAKE_TARGET_FILE_BYTES: what Parquet readers read best
+COMPACT_FILES = 32  # CATALAKE_COMPACT_FILES
+RETENTION_HOURS = 168.0  # CATALAKE_RETENTION_HOURS: Delta's 7 days
+COMMIT_THREADS = 8  # CATALAKE_COMMIT_THREADS
+INCREMENT_SECONDS = 30  # CATALAKE_INCREMENT_SECONDS
+RUN_LEASE_SECONDS = 120  # CATALAKE_RUN_LEASE_SECONDS
