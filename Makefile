@@ -48,16 +48,16 @@ demo: $(BIN)/.installed
 	@echo "  make dev, then http://127.0.0.1:3000"
 
 # The whole suite, in parallel (pytest-xdist, a worker per core; tests/conftest.py keeps the
-# workers apart): about 16 minutes on a 2-core machine (16m14s measured with 2 workers, with other
-# test runs sharing the machine).
+# workers apart): about 18 minutes on a 2-core machine, 20 with the install of a fresh clone
+# (benchmarks/RESULTS.md, session 25).
 test: $(BIN)/.installed browser lint
 	$(BIN)/python -m pytest -n auto
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests benchmarks
 
-# the pure Python tier (no JVM), in parallel as `test`: about 2 minutes on a 2-core machine (1m56s to
-# 3m10s measured, the longer runs with other test runs sharing the machine), run it often
+# the pure Python tier (no JVM), in parallel as `test`: 100 to 107 s on a 2-core machine
+# (benchmarks/RESULTS.md, session 25), run it often
 test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -n auto -m "not spark and not project and not repeated"
 

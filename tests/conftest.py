@@ -2,7 +2,7 @@
 
 The suite runs in parallel under pytest-xdist (`make test` and `make test-fast` pass `-n auto`;
 `--dist loadgroup` is in pyproject's addopts), and serially with plain `pytest`. On a 2-core machine
-the pure Python tier (`make test-fast`) takes about 2 minutes, the whole suite about 16. Each test process
+the pure Python tier (`make test-fast`) takes under 2 minutes, the whole suite about 18. Each test process
 (an xdist worker, or the one process of a serial run) is kept apart from the others:
 
 - its own temporary folder: TMPDIR (what `tempfile`, the local task processes' spill folders and
