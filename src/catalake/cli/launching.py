@@ -29,11 +29,9 @@ class Launcher:
     def reload(self) -> None:
         """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
         the dbt models its `dbt_project` parsed (a load reads them, it does not prepare them)."""
-        import importlib
-
         module = sys.modules.get("catalake.definitions")
         if module is not None and self.defs is module.defs:
-            self.defs = importlib.reload(module).defs
+            self.defs = _code_location_defs()
 
     def run(self, job: str, partition: str | None = None, tags: dict | None = None, asset_selection=None,
             run_config: dict | None = None, last: str | None = None):
