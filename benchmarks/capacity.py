@@ -1,20 +1,22 @@
-"""catalake's capacity model (issue 40, point 6), checked against a scaled simulation here.
+"""catalake's capacity model (issues 40 and 65), checked against a scaled simulation here.
 
-    python benchmarks/capacity.py [--tables 500] [--increments 10] [--files 100000] [--records 100000] [--work DIR]
+    python benchmarks/capacity.py [--tables 500] [--increments 21] [--files 100000] [--records 100000] [--work DIR]
 
-1. **Unit costs**, measured in this run at half the scale or less: classification CPU per
-   record and per run (full runs of two sizes in local processes), the driver's seconds per table commit of an increment
-   (local disk), the S3 requests per table commit, per run and per landed file (moto's S3 server
-   on the loopback, its request log counted), and driver memory per landed file for listing and
-   planning a day.
+1. **Unit costs**, measured in this run at a fifth of the scale or less: classification CPU per
+   record and per run (full runs of two sizes in local processes); per table commit at the
+   version the day's ledger knows (appends.py), the driver's seconds (local disk) and its
+   object-store requests (moto's S3 server on the loopback, its request log counted); per
+   checkpoint, the same (the calibration's tables checkpoint every `CALIBRATION_INTERVAL`
+   commits); the requests per run and per landed file; driver memory per landed file planned.
 2. **The model** (`model`, which docs/capacity.md applies to production) predicts a scaled
    simulation from those costs, and the simulation runs here: `--tables` tables fed by
-   `--increments` increments on local disk and on the S3 server (10: a checkpoint cycle), a full run of `--records`
-   records, `--files` landed files listed and planned. Printed side by side with the ratio
-   measured / model.
-3. The model for docs/capacity.md's production scenario, from the same unit costs.
+   `--increments` increments on local disk and on the S3 server (two checkpoint cycles), a full
+   run of `--records` records, `--files` landed files listed and planned. Printed side by side
+   with the ratio measured / model.
+3. The model for docs/capacity.md's production scenario, from the same unit costs: Zipf traffic
+   over the definitions, each table committed when it is due (runs/cadence.py).
 
-Printed as JSON lines. Dagster's reporting cost per table (1.9 ms, eventlog.py) is the figure of
+Printed as JSON lines. Dagster's reporting cost per event (0.95 ms, eventlog.py) is the figure of
 benchmarks/RESULTS.md ("Dagster events at thousands of tables"), not measured again here. The
 moto server runs on the same two cores as catalake, so its request latency is not S3's: the
 production model takes S3's from `Scenario.request_seconds`.
@@ -33,7 +35,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -43,11 +45,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from commits import per_bucket, requests
 from workload import DAY, event, fresh_catalog
 
-CYCLE = 10  # increments: a table's commits from one checkpoint to the next
-DAGSTER_SECONDS_PER_TABLE = 0.0019  # benchmarks/RESULTS.md: 1.87-2.02 ms a table at 1,000 and 5,000 tables
+CALIBRATION_INTERVAL = 10  # the calibration tables' delta.checkpointInterval: two cycles in 21 increments
+DAGSTER_SECONDS_PER_EVENT = 0.00095  # benchmarks/RESULTS.md: 1.87-2.02 ms a table for a materialization and a check
 # Amazon S3 Standard request prices (us-east-1, per 1,000 requests): writes and listings, reads.
 # DELETE is free.
 PRICE_PER_1000 = {"PUT": 0.005, "POST": 0.005, "LIST": 0.005, "GET": 0.0004, "HEAD": 0.0004, "DELETE": 0.0}
+# delta-rs 1.6 creates a checkpoint from two loads of the log (its table's and its own), each
+# reading every JSON entry since the last checkpoint twice: 4 GETs an entry (commits.py, two cycles)
+CHECKPOINT_GETS_PER_ENTRY = 4
+# before issue 65 every table commit loaded the table's log through delta-rs (docs/capacity.md, session 16)
+BEFORE_REQUESTS_PER_TABLE_COMMIT = {"GET": 16.3, "LIST": 4.1, "PUT": 2.2, "HEAD": 1.2}
+BEFORE_COMMIT_SECONDS = 0.0102
 
 
 @dataclass
@@ -57,12 +65,15 @@ class Costs:
     cpu_seconds_per_record: float  # classification and writing, one core
     run_cpu_seconds: float  # a run's fixed share of the job (its processes), one core
     cpu_seconds_per_definition: float  # a task's cost per definition it feeds (its classifier, its Parquet file), one core
-    commit_seconds_per_table: float  # the driver's increment commit phase per fed table, local disk, 2 cores
-    requests_per_table_commit: dict  # {method: requests} on object storage, per fed table of an increment
+    append_seconds: float  # the driver's seconds per table commit at the tip, local disk, 2 cores
+    requests_per_append: dict  # {method: requests} on object storage per table commit at the tip, its data file's PUT apart
+    requests_per_checkpoint: dict  # {method: requests} per table checkpoint at CALIBRATION_INTERVAL commits
+    checkpoint_seconds: float  # the driver's seconds per table checkpoint at CALIBRATION_INTERVAL, local disk
+    warehouse_requests_per_run: dict  # {method: requests} of an increment's own (ledger, run record), whatever it commits
     landing_requests_per_run: dict  # {method: requests} listing the landing's day, per run
     landing_requests_per_file: dict  # {method: requests} reading a new landed file
     plan_bytes_per_landed_file: float  # driver memory of listing and planning a day, per file
-    dagster_seconds_per_table: float = DAGSTER_SECONDS_PER_TABLE
+    dagster_seconds_per_event: float = DAGSTER_SECONDS_PER_EVENT
 
 
 @dataclass
@@ -76,26 +87,60 @@ class Scenario:
     bytes_per_event: float = 400  # issue 40: 400 GB a day for 1B events
     cluster_cores: int = 2
     task_bytes: int = 256 << 20  # landing.planning.SPLIT_BYTES
-    target_file_bytes: int = 128 << 20  # warehouse.merging.TARGET_FILE_BYTES
+    target_file_bytes: int = 128 << 20  # CATALAKE_TARGET_FILE_BYTES
     parquet_ratio: float = 0.25  # Parquet bytes per landed JSON byte (the workload's: 0.2-0.3)
     retention_days: float = 7  # CATALAKE_RETENTION_HOURS / 24
     request_seconds: float = 0.0  # object storage's latency per request (0: local disk)
     commit_threads: int = 8  # CATALAKE_COMMIT_THREADS: table commits at once
+    zipf: float = 0.0  # the definitions' traffic: a Zipf law of this exponent (0: all alike)
+    freshness_seconds: float | None = None  # CATALAKE_FRESHNESS_SECONDS (None: every table fed commits every increment)
+    launch_seconds: float = 10.0  # cadence.LAUNCH_SECONDS: a sensor's run request until its step starts
+    checkpoint_interval: int = 100  # the tables' delta.checkpointInterval
+    before_issue_65: bool = False  # every commit through delta-rs, its log loaded (the figures of session 16)
 
 
-def fed_tables(events: float, definitions: int) -> float:
-    """Definitions fed by `events` events of all definitions (the workload's round robin; traffic
-    concentrated on a few definitions feeds fewer)."""
-    return min(events, definitions)
+def _add(into: dict, per: dict, n: float) -> None:
+    for method, k in per.items():
+        into[method] = into.get(method, 0) + k * n
 
 
-def _requests(c: Costs, fed: float, runs: float, files: float) -> dict:
-    found: dict[str, float] = {}
-    for per, n in ((c.requests_per_table_commit, fed), (c.landing_requests_per_run, runs),
-                   (c.landing_requests_per_file, files)):
-        for method, k in per.items():
-            found[method] = found.get(method, 0) + k * n
-    return found
+def checkpoint_requests(c: Costs, interval: int) -> dict:
+    """A table checkpoint's requests at `interval` commits since the last, from the calibration's."""
+    return {**c.requests_per_checkpoint,
+            "GET": c.requests_per_checkpoint.get("GET", 0) + CHECKPOINT_GETS_PER_ENTRY * (interval - CALIBRATION_INTERVAL)}
+
+
+def table_rates(s: Scenario) -> list[float]:
+    """Each definition's events a second (a Zipf law of exponent `s.zipf`; 0: all alike)."""
+    weights = [1 / (rank ** s.zipf) for rank in range(1, s.definitions + 1)]
+    total = sum(weights)
+    return [s.events_per_day / 86400 * w / total for w in weights]
+
+
+def cadence_per_day(s: Scenario, run_seconds: float) -> tuple[float, float, float, float]:
+    """Files written, commits, and the increments a table is fed by and waits, a day, over all
+    tables (runs/cadence.py): a table fed in an increment is staged while its oldest record
+    (landed up to an interval before the listing) plus the interval, a run's launch and an
+    increment's seconds stays under its target, and committed at once when its rows reach the
+    target file size. Also the largest age at commit."""
+    interval = 86400 / s.increments_per_day
+    files = commits = fed = 0.0
+    worst = 0.0
+    horizon = interval + s.launch_seconds + run_seconds
+    for rate in table_rates(s):
+        # traffic all alike is spread evenly (the workload's round robin); a Zipf law's arrives at random
+        p = min(1.0, rate * interval) if s.zipf == 0 else 1 - math.exp(-rate * interval)
+        staged_bytes = rate * interval * s.bytes_per_event * s.parquet_ratio
+        waits = 0  # increments it waits after the one that first stages it (its oldest record an interval old)
+        if s.freshness_seconds is not None and staged_bytes < s.target_file_bytes:
+            while interval + waits * interval + horizon < s.freshness_seconds:
+                waits += 1
+        cycle = 1 / max(p, 1e-12) + waits  # increments from one commit to the next
+        files += s.increments_per_day * p
+        commits += s.increments_per_day / cycle
+        fed += p
+        worst = max(worst, interval * (1 + waits) + s.launch_seconds + run_seconds)
+    return files, commits, fed, worst
 
 
 def model(s: Scenario, c: Costs) -> dict:
@@ -104,37 +149,68 @@ def model(s: Scenario, c: Costs) -> dict:
     local disk, plus its requests' latency shared by the commit threads."""
     per_increment_events = s.events_per_day / s.increments_per_day
     per_increment_files = s.landed_files_per_day / s.increments_per_day
-    fed = fed_tables(per_increment_events, s.definitions)
-    commit = c.commit_seconds_per_table + sum(c.requests_per_table_commit.values()) * s.request_seconds / s.commit_threads
-    increment_requests = _requests(c, fed, 1, per_increment_files)
-    increment_seconds = {
-        "classification": (c.run_cpu_seconds + fed * c.cpu_seconds_per_definition
-                           + per_increment_events * c.cpu_seconds_per_record) / s.cluster_cores,
-        "commits": fed * commit,
-        "dagster": fed * c.dagster_seconds_per_table,
-    }
+    interval = 86400 / s.increments_per_day
+    append = dict(BEFORE_REQUESTS_PER_TABLE_COMMIT) if s.before_issue_65 else {**c.requests_per_append}
+    if s.before_issue_65:
+        append["PUT"] -= 1  # its data file, counted apart
+    checkpoint = {} if s.before_issue_65 else checkpoint_requests(c, s.checkpoint_interval)
+    append_seconds = BEFORE_COMMIT_SECONDS if s.before_issue_65 else c.append_seconds
+    checkpoint_seconds = c.checkpoint_seconds * (CHECKPOINT_GETS_PER_ENTRY * s.checkpoint_interval + 24) / \
+        (CHECKPOINT_GETS_PER_ENTRY * CALIBRATION_INTERVAL + 24)
+    run_seconds = 0.0
+    for _ in range(3):  # the increment's own seconds decide the cadence, which decides them
+        files, commits, fed, worst = cadence_per_day(s, run_seconds)
+        commits_per = commits / s.increments_per_day
+        checkpoints_per = 0.0 if s.before_issue_65 else commits_per / s.checkpoint_interval
+        increment_seconds = {
+            "classification": (c.run_cpu_seconds + fed * c.cpu_seconds_per_definition
+                               + per_increment_events * c.cpu_seconds_per_record) / s.cluster_cores,
+            "commits": commits_per * (append_seconds + sum(append.values()) * s.request_seconds / s.commit_threads),
+            # a materialization, its expectations and its freshness check per table committed
+            "dagster": commits_per * 3 * c.dagster_seconds_per_event,
+        }
+        run_seconds = sum(increment_seconds.values())
+    # checkpoint_job's share, a run of its own beside the increments (before issue 65: in the commits)
+    checkpoint_job_seconds = checkpoints_per * (checkpoint_seconds
+                                                + sum(checkpoint.values()) * s.request_seconds / s.commit_threads)
+    increment_requests: dict[str, float] = {}
+    _add(increment_requests, {"PUT": 1}, files / s.increments_per_day)
+    _add(increment_requests, append, commits_per)
+    _add(increment_requests, checkpoint, checkpoints_per)
+    _add(increment_requests, c.warehouse_requests_per_run, 1)
+    _add(increment_requests, c.landing_requests_per_run, 1)
+    _add(increment_requests, c.landing_requests_per_file, per_increment_files)
     day_bytes = s.events_per_day * s.bytes_per_event
-    full_fed = fed_tables(s.events_per_day, s.definitions)
+    full_fed = min(s.events_per_day, s.definitions)
     tasks = max(1, math.ceil(day_bytes / s.task_bytes))
     files_per_table_day = max(1, math.ceil(day_bytes * s.parquet_ratio / max(full_fed, 1) / s.target_file_bytes))
-    full_requests = _requests(c, full_fed, 1, s.landed_files_per_day)
+    full_commit = dict(BEFORE_REQUESTS_PER_TABLE_COMMIT)  # a full run loads each table's log
+    full_requests: dict[str, float] = {}
+    _add(full_requests, full_commit, full_fed)
+    _add(full_requests, c.landing_requests_per_run, 1)
+    _add(full_requests, c.landing_requests_per_file, s.landed_files_per_day)
     full_seconds = {
-        "classification": (c.run_cpu_seconds + tasks * fed_tables(s.events_per_day / tasks, s.definitions)
+        "classification": (c.run_cpu_seconds + tasks * min(s.events_per_day / tasks, s.definitions)
                            * c.cpu_seconds_per_definition + s.events_per_day * c.cpu_seconds_per_record) / s.cluster_cores,
-        "commits": full_fed * commit,
-        "dagster": full_fed * c.dagster_seconds_per_table,
+        "commits": full_fed * (BEFORE_COMMIT_SECONDS + sum(full_commit.values()) * s.request_seconds / s.commit_threads),
+        "dagster": full_fed * 2 * c.dagster_seconds_per_event,
     }
     day_requests = {m: increment_requests.get(m, 0) * s.increments_per_day + full_requests.get(m, 0)
                     for m in set(increment_requests) | set(full_requests)}
-    increment_files_day = fed * s.increments_per_day
+    if not s.before_issue_65:  # the first increment after the full run loads each table's log, and makes its tip
+        _add(day_requests, _minus(BEFORE_REQUESTS_PER_TABLE_COMMIT, append), full_fed)
     return {
         "increment": {
-            "landed_files": round(per_increment_files, 1), "events": round(per_increment_events),
-            "tables_fed": round(fed), "files_written": round(fed), "commits": round(fed),
+            "interval_seconds": round(interval), "landed_files": round(per_increment_files, 1),
+            "events": round(per_increment_events), "tables_fed": round(fed),
+            "files_written": round(files / s.increments_per_day), "commits": round(commits_per),
+            "checkpoints": round(checkpoints_per, 1),
             "requests": {m: round(n) for m, n in sorted(increment_requests.items())},
             "seconds": {k: round(v, 2) for k, v in increment_seconds.items()},
-            "seconds_total": round(sum(increment_seconds.values()), 1),
-            "interval_seconds": round(86400 / s.increments_per_day),
+            "seconds_total": round(run_seconds, 1),
+            "commit_phase_share_of_interval": round(increment_seconds["commits"] / interval, 2),
+            "checkpoint_job_seconds_per_interval": round(checkpoint_job_seconds, 2),
+            "largest_age_at_commit_seconds": round(worst, 1),
         },
         "full_run": {
             "tasks": tasks, "tables_fed": round(full_fed),
@@ -145,14 +221,14 @@ def model(s: Scenario, c: Costs) -> dict:
             "driver_plan_mib": round(s.landed_files_per_day * c.plan_bytes_per_landed_file / 2**20, 1),
         },
         "day": {
-            "commits": round(fed * s.increments_per_day + 2 * full_fed),  # increments, full run, compaction
-            "files_written_by_increments": round(increment_files_day),
+            "commits": round(commits + 2 * full_fed),  # increments, full run, compaction
+            "files_written_by_increments": round(files),
             "files_live_after_maintenance": round(full_fed * files_per_table_day),
-            "files_on_storage_within_retention": round((increment_files_day + full_fed * files_per_table_day)
-                                                       * s.retention_days),
+            "files_on_storage_within_retention": round((files + full_fed * files_per_table_day) * s.retention_days),
             "requests": {m: round(n) for m, n in sorted(day_requests.items())},
+            "requests_total": round(sum(day_requests.values())),
             "request_price_usd": round(sum(n * PRICE_PER_1000.get(m, 0.0004) / 1000 for m, n in day_requests.items()), 2),
-            "dagster_events": round((fed * s.increments_per_day + full_fed) * 2),  # a materialization and its check a table
+            "dagster_events": round(commits * 3 + full_fed * 2),
         },
     }
 
@@ -176,11 +252,16 @@ def measure_records(work: Path, records: int, definitions: int = 10) -> dict:
             "cpu_seconds": result.seconds["job"] * (os.cpu_count() or 2)}
 
 
-def measure_increments(work: Path, tables_n: int, files_per: list[int], server=None, log: Path | None = None) -> dict:
+def measure_increments(work: Path, tables_n: int, files_per: list[int], server=None, log: Path | None = None,
+                       checkpoint_interval: int | None = None) -> dict:
     """Increments each feeding all `tables_n` tables, increment i landing `files_per[i]` files
     (together one event per table); on local disk, or landing and warehouse on the S3 server
-    with its requests counted from `log`."""
+    with its requests counted from `log`. `checkpoint_interval`: every table's, set after the
+    day's first run."""
+    from deltalake import DeltaTable
+
     from catalake.platform import uris
+    from catalake.platform.maintenance import checkpoints
     from catalake.platform.runs.day import classify_partition
     from catalake.platform.runs.increment import classify_increment
     from catalake.platform.warehouse.store import DeltaStore
@@ -207,15 +288,24 @@ def measure_increments(work: Path, tables_n: int, files_per: list[int], server=N
             landed += 1
 
     land(1)
-    classify_partition(_no_spark, store, tables, landing, day, local_bytes=1 << 40)
+    first = classify_partition(_no_spark, store, tables, landing, day, local_bytes=1 << 40)
+    if checkpoint_interval:
+        for name in first.written:
+            DeltaTable(store.path(name), storage_options=store.options).alter.set_table_properties(
+                {"delta.checkpointInterval": str(checkpoint_interval)})
     runs = []
     for files in files_per:
         land(files)
         position = requests(log, 0)[1] if log else 0
         result = classify_increment(_no_spark, store, tables, landing, day, local_bytes=1 << 40)
+        clock = time.perf_counter()  # then the tables due a checkpoint, as checkpoint_job does
+        done = checkpoints.checkpoint_tables(store, sorted(checkpoints.due(store.location, [day])))
         found = requests(log, position)[0] if log else {}
         runs.append({"tables_fed": len(result.written), "landed_files": result.read["files"],
-                     "commit_seconds": result.seconds["commits"], "job_seconds": result.seconds.get("job", 0.0),
+                     "checkpoints": len(done), "at_tip": "logs" not in result.seconds,
+                     "commit_seconds": result.seconds["commits"],
+                     "checkpoint_seconds": time.perf_counter() - clock if done else 0.0,
+                     "job_seconds": result.seconds.get("job", 0.0),
                      "warehouse": per_bucket(found, f"lake{tables_n}"), "landing": per_bucket(found, f"landing{tables_n}")})
     return {"tables": tables_n, "increments": runs}
 
@@ -250,10 +340,46 @@ def _mean(runs: list[dict], side: str, by: str) -> dict:
     return {m: sum(r[side].get(m, 0) for r in runs) / total for m in sorted({m for r in runs for m in r[side]})}
 
 
+def _steady(runs: list[dict], checkpoints: bool) -> list[dict]:
+    """The increments at the tip (not a table's first commit of the day), with or without checkpoints."""
+    return [r for r in runs if r["at_tip"] and bool(r["checkpoints"]) == checkpoints]
+
+
+def _per(runs: list[dict], side: str) -> dict:
+    """Requests by method per increment, on average."""
+    return {m: sum(r[side].get(m, 0) for r in runs) / len(runs) for m in sorted({m for r in runs for m in r[side]})}
+
+
+def _minus(a: dict, b: dict, k: float = 1.0) -> dict:
+    return {m: a.get(m, 0) - k * b.get(m, 0) for m in sorted(set(a) | set(b))}
+
+
+def calibrate(work: Path, server, log: Path, tables: int, increments: int) -> tuple[dict, dict, dict, dict]:
+    """Per run and per table commit at the tip (warehouse requests, from one table and `tables`
+    tables), per checkpoint, and the landing's per run and per file."""
+    one = measure_increments(work / "increments-one", 1, [1] * 3, server, log)
+    small = measure_increments(work / "increments-small", tables, [1, 3] + [1] * (increments - 2), server, log,
+                               checkpoint_interval=CALIBRATION_INTERVAL)
+    single, many = _per(_steady(one["increments"], False), "warehouse"), _per(_steady(small["increments"], False), "warehouse")
+    per_commit = {m: v / (tables - 1) for m, v in _minus(many, single).items()}  # its data file's PUT included
+    per_run = _minus(single, per_commit)
+    with_checkpoints = _steady(small["increments"], True)
+    checkpoints = sum(r["checkpoints"] for r in with_checkpoints)
+    spent = _minus(_per(with_checkpoints, "warehouse"), _minus(per_run, per_commit, -tables))
+    per_checkpoint = {m: v * len(with_checkpoints) / max(checkpoints, 1) for m, v in spent.items()}
+    first, three = small["increments"][:2]
+    per_file = {m: (three["landing"].get(m, 0) - first["landing"].get(m, 0)) / 2
+                for m in set(first["landing"]) | set(three["landing"])}
+    landing_run = {m: first["landing"].get(m, 0) - per_file.get(m, 0) for m in first["landing"]}
+    return ({m: round(max(v, 0), 2) for m, v in per_run.items()}, {m: round(max(v, 0), 3) for m, v in per_commit.items()},
+            {m: round(max(v, 0), 1) for m, v in per_checkpoint.items()},
+            {"run": {m: max(n, 0) for m, n in landing_run.items()}, "file": {m: max(n, 0) for m, n in per_file.items()}})
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=500)
-    parser.add_argument("--increments", type=int, default=CYCLE)
+    parser.add_argument("--increments", type=int, default=2 * CALIBRATION_INTERVAL + 1)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--work", default="/tmp/catalake-capacity")
@@ -274,45 +400,48 @@ def main(argv: list[str] | None = None) -> None:
                   / max(small_records["records"] - smaller["records"], 1))
     fixed = max(smaller["cpu_seconds"] - per_record * smaller["records"], 0.0)
     small_planning = measure_planning(work / "planning-small", max(args.files // 10, 1000))
-    # a table's log grows between checkpoints (every 10 commits: store.TABLE_PROPERTIES), and so
-    # does each load's cost: the costs are averaged over a whole cycle of 10 increments
-    local = measure_increments(work / "increments-local-small", calibration, [1] * CYCLE)
+    local = measure_increments(work / "increments-local-small", calibration, [1] * args.increments,
+                               checkpoint_interval=CALIBRATION_INTERVAL)
     with s3_server(work / "s3") as server:
         os.environ.update(server.environment)
         log = next((work / "s3").glob("moto-*.log"))
-        small = measure_increments(work / "increments-small", calibration, [1, 3] + [1] * (CYCLE - 2), server, log)
-        one, three = small["increments"][:2]
-        per_file = {m: (three["landing"].get(m, 0) - one["landing"].get(m, 0)) / 2
-                    for m in set(one["landing"]) | set(three["landing"])}
-        per_run = {m: one["landing"].get(m, 0) - per_file.get(m, 0) for m in one["landing"]}
+        per_run, per_commit, per_checkpoint, landing = calibrate(work, server, log, calibration, args.increments)
         # an increment of one event per table: its job is each table's classifier and Parquet file
         per_definition = statistics.median(r["job_seconds"] * (os.cpu_count() or 2) / r["tables_fed"]
                                            for r in local["increments"])
+        steady, checkpointing = _steady(local["increments"], False), _steady(local["increments"], True)
         costs = Costs(per_record, fixed, per_definition,
-                      sum(r["commit_seconds"] for r in local["increments"]) / sum(r["tables_fed"] for r in local["increments"]),
-                      _mean(small["increments"], "warehouse", "tables_fed"),
-                      {m: max(n, 0) for m, n in per_run.items()}, {m: max(n, 0) for m, n in per_file.items()},
-                      small_planning["bytes_per_file"])
+                      sum(r["commit_seconds"] for r in steady) / sum(r["tables_fed"] for r in steady),
+                      _minus(per_commit, {"PUT": 1}), per_checkpoint,
+                      sum(r["checkpoint_seconds"] for r in checkpointing) / max(sum(r["checkpoints"] for r in checkpointing), 1),
+                      per_run, landing["run"], landing["file"], small_planning["bytes_per_file"])
         emit({"unit_costs": asdict(costs), "measured_at": {"records": [smaller["records"], small_records["records"]],
                                                              "planned_files": small_planning["files"],
-                                                             "tables": calibration, "increments": CYCLE}})
+                                                             "tables": calibration, "increments": args.increments,
+                                                             "checkpoint_interval": CALIBRATION_INTERVAL}})
 
         # 2. the scaled simulation, against the model
-        big_s3 = measure_increments(work / "increments", args.tables, [1] * args.increments, server, log)
-    big_local = measure_increments(work / "increments-local", args.tables, [1] * args.increments)
+        big_s3 = measure_increments(work / "increments", args.tables, [1] * args.increments, server, log,
+                                    checkpoint_interval=CALIBRATION_INTERVAL)
+    big_local = measure_increments(work / "increments-local", args.tables, [1] * args.increments,
+                                   checkpoint_interval=CALIBRATION_INTERVAL)
     big_records = measure_records(work / "records", args.records)
     big_planning = measure_planning(work / "planning", args.files)
     simulated = Scenario(events_per_day=args.tables * args.increments, definitions=args.tables,
-                         landed_files_per_day=args.increments, increments_per_day=args.increments)
+                         landed_files_per_day=args.increments, increments_per_day=args.increments,
+                         checkpoint_interval=CALIBRATION_INTERVAL)
     predicted = model(simulated, costs)
-    runs = big_s3["increments"]
+    runs = [r for r in big_s3["increments"] if r["at_tip"]]  # a table's first commit of the day is the full run's kind
+    locals_ = [r for r in big_local["increments"] if r["at_tip"]]
     measured_requests = {m: sum(r["warehouse"].get(m, 0) + r["landing"].get(m, 0) for r in runs) / len(runs)
                          for m in sorted({m for r in runs for m in (*r["warehouse"], *r["landing"])})}
     sides = [
         ("increment classification, local processes (s)", predicted["increment"]["seconds"]["classification"],
          statistics.median(r["job_seconds"] for r in big_local["increments"])),
         ("increment commit phase, local disk (s)", predicted["increment"]["seconds"]["commits"],
-         sum(r["commit_seconds"] for r in big_local["increments"]) / args.increments),
+         statistics.mean(r["commit_seconds"] for r in locals_)),
+        ("checkpoints per increment, local disk (s)", predicted["increment"]["checkpoint_job_seconds_per_interval"],
+         sum(r["checkpoint_seconds"] for r in locals_) / len(locals_)),
         ("increment requests, S3", sum(predicted["increment"]["requests"].values()), sum(measured_requests.values())),
         *[(f"increment {m} requests, S3", predicted["increment"]["requests"].get(m, 0), n)
           for m, n in measured_requests.items()],
@@ -324,18 +453,35 @@ def main(argv: list[str] | None = None) -> None:
     for what, model_value, measured in sides:
         emit({"check": what, "model": round(model_value, 2), "measured": round(measured, 2),
               "measured_over_model": round(measured / model_value, 2) if model_value else None})
+    s3_commits = sum(r["tables_fed"] for r in runs)
     emit({"scale": {"tables": args.tables, "increments": args.increments, "records": args.records, "files": args.files},
-          "s3_commit_phase_seconds": [r["commit_seconds"] for r in runs],
+          "s3_warehouse_requests_per_table_commit_over_the_cycles":
+              round(sum(sum(r["warehouse"].values()) for r in runs) / s3_commits, 2),
+          "s3_commit_phase_seconds": [round(r["commit_seconds"] + r["checkpoint_seconds"], 2) for r in big_s3["increments"]],
           "planning_seconds": big_planning["seconds"]})
 
     # 3. production: docs/capacity.md
-    production = Scenario(events_per_day=1e9, definitions=5000, landed_files_per_day=32 * 86400 / 300,
-                          increments_per_day=86400 / 30, cluster_cores=50 * 8, request_seconds=0.02)
-    emit({"scenario": "production, increments every 30 s", **asdict(production), "model": model(production, costs)})
-    for name, change in (("increments every 5 minutes", {"increments_per_day": 86400 / 300}),
-                         ("increments every 5 minutes, CATALAKE_COMMIT_THREADS=64",
-                          {"increments_per_day": 86400 / 300, "commit_threads": 64})):
-        emit({"scenario": f"production, {name}", "model": model(Scenario(**{**asdict(production), **change}), costs)})
+    for name, scenario in production_scenarios():
+        emit({"scenario": name, **asdict(scenario), "model": model(scenario, costs)})
+
+
+def production_scenarios() -> list[tuple[str, Scenario]]:
+    """docs/capacity.md's: 1B events a day over 5,000 definitions on 400 cores, S3 at 20 ms."""
+    base = Scenario(events_per_day=1e9, definitions=5000, landed_files_per_day=32 * 86400 / 300,
+                    increments_per_day=86400 / 30, cluster_cores=50 * 8, request_seconds=0.02)
+    zipf = replace(base, zipf=1.0, freshness_seconds=60.0)
+    return [
+        ("before issue 65: increments every 30 s, every table fed commits", replace(base, before_issue_65=True)),
+        ("increments every 30 s, uniform traffic, every table fed commits", base),
+        ("increments every 30 s, Zipf traffic (s=1), 60 s freshness", zipf),
+        ("the same, CATALAKE_COMMIT_THREADS=64", replace(zipf, commit_threads=64)),
+        ("increments every 15 s, Zipf traffic (s=1), 60 s freshness, 64 threads",
+         replace(zipf, increments_per_day=86400 / 15, commit_threads=64)),
+        ("increments every 30 s, Zipf traffic (s=1.5), 60 s freshness, 64 threads",
+         replace(zipf, zipf=1.5, commit_threads=64)),
+        ("increments every 30 s, Zipf traffic (s=1), 60 s freshness, 64 threads, checkpoints every 1,000 commits",
+         replace(zipf, commit_threads=64, checkpoint_interval=1000)),
+    ]
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python benchmarks/commits.py --tables 5000 [--increments 3] [--work DIR]
     python benchmarks/commits.py --tables 500 --s3 [--increments 3] [--work DIR]
+    python benchmarks/commits.py --tables 100 --s3 --increments 11 --checkpoint-interval 10
 
 A catalog of N definitions (workload.py's), a first run of the day that creates and feeds every
 table (one event each), then `--increments` increments that each land one more event per
@@ -13,6 +14,14 @@ the warehouse is on local disk, or with `--s3` landing and warehouse are on moto
 on the loopback (tests/support/services.py), whose request log is counted: the requests of each
 run by method (LIST is a GET of a bucket with a listing query) and by bucket, and the warehouse's
 per table commit and the landing's per landed file.
+
+The first increment commits each table through delta-rs (its log loaded; the day's ledger then
+keeps the table's tip), the next ones at the tip (appends.py). After each increment the tables
+due a checkpoint are checkpointed, as `checkpoint_job` does (maintenance/checkpoints.py), its
+requests counted with the increment's. `--checkpoint-interval N` sets every table's
+`delta.checkpointInterval` after the first run: the summary's
+`requests_per_table_commit_over_a_cycle` is the last N increments' requests and their
+checkpoints' per table commit, a whole cycle.
 """
 
 from __future__ import annotations
@@ -59,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--increments", type=int, default=3)
     parser.add_argument("--work", default="/tmp/catalake-commits")
     parser.add_argument("--s3", action="store_true", help="landing and warehouse on moto's S3 server, requests counted")
+    parser.add_argument("--checkpoint-interval", type=int, default=None,
+                        help="every table's delta.checkpointInterval, set after the first run")
     args = parser.parse_args(argv)
     work = Path(args.work)
     cat, tables = fresh_catalog(work, args.tables)
@@ -121,7 +132,17 @@ def measure(args, work: Path, cat, tables, server) -> None:
     first = classify_partition(no_spark, store, tables, landing_root, day, local_bytes=1 << 40)
     print(json.dumps(counted({"first_run_s": round(time.perf_counter() - clock, 1), "tables": args.tables,
                               "fed": len(first.written), "seconds": first.seconds}, len(first.written), 1)), flush=True)
+    if args.checkpoint_interval:
+        from deltalake import DeltaTable
+
+        for name in first.written:
+            DeltaTable(store.path(name), storage_options=store.options).alter.set_table_properties(
+                {"delta.checkpointInterval": str(args.checkpoint_interval)})
+        counted({}, 1, 1)  # the properties' commits are not an increment's
     phases = []
+    from catalake.platform.maintenance import checkpoints
+
+    commits, spent = [], []  # per increment: tables committed, warehouse requests (its checkpoints' too)
     for i in range(1, args.increments + 1):
         land(i)
         counted({}, 1, 1)
@@ -130,13 +151,26 @@ def measure(args, work: Path, cat, tables, server) -> None:
         total = time.perf_counter() - clock
         fed = len(result.written)
         phases.append(result.seconds["commits"])
-        print(json.dumps(counted({"increment": i, "records": result.records, "tables_fed": fed, "total_s": round(total, 2),
-                                  "seconds": result.seconds,
-                                  "commit_ms_per_table": round(1000 * result.seconds["commits"] / fed, 2)},
-                                 fed, result.read["files"])), flush=True)
+        row = counted({"increment": i, "records": result.records, "tables_fed": fed, "total_s": round(total, 2),
+                       "seconds": result.seconds,
+                       "commit_ms_per_table": round(1000 * result.seconds["commits"] / fed, 2)},
+                      fed, result.read["files"])
+        clock = time.perf_counter()
+        done = checkpoints.checkpoint_tables(store, sorted(checkpoints.due(store.location, [day])))  # the cadence's job
+        if done:
+            row["checkpoints"] = {"tables": len(done), "seconds": round(time.perf_counter() - clock, 2),
+                                  **counted({}, len(done), 1).get("requests", {})}
+        commits.append(fed)
+        spent.append(sum(row.get("requests", {}).get("warehouse", {}).values())
+                     + sum(row.get("checkpoints", {}).get("warehouse", {}).values()))
+        print(json.dumps(row), flush=True)
+    cycle = slice(-args.checkpoint_interval, None) if args.checkpoint_interval else slice(None)
     print(json.dumps({"tables": args.tables, "storage": "s3 (moto, loopback)" if server else "local disk",
                       "commit_phase_median_s": round(statistics.median(phases), 2),
-                      "commit_ms_per_table": round(1000 * statistics.median(phases) / args.tables, 2)}), flush=True)
+                      "commit_ms_per_table": round(1000 * statistics.median(phases) / args.tables, 2),
+                      **({"requests_per_table_commit_all_increments": round(sum(spent) / sum(commits), 2),
+                          "requests_per_table_commit_over_a_cycle": round(sum(spent[cycle]) / sum(commits[cycle]), 2)}
+                         if server else {})}), flush=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ from catalake.defs.events.assets import build_events_asset, deadletter_at_load
 from catalake.defs.events.jobs import build_events_job
 from catalake.defs.events.schedules import build_daily_schedule
 from catalake.defs.events.sensors import build_landing_sensor
-from catalake.defs.maintenance.job import build_compaction_sensor, build_maintenance_job, build_maintenance_schedule
+from catalake.defs.maintenance.job import (build_checkpoint_job, build_compaction_sensor, build_maintenance_job,
+                                          build_maintenance_schedule)
 from catalake.defs.names import DEFAULT, SPARK, Names
 from catalake.defs.quality.assets import build_data_docs_asset, build_suites_asset
 from catalake.defs.quality.validation import build_validate_job
@@ -253,8 +254,9 @@ def definitions_from_state(keeper: StateKeeper) -> Definitions:
     assets = [build_catalog_asset(names, keeper, changed), build_suites_asset(names), events,
               build_drift_asset(partitions, names)]
     maintenance_job = build_maintenance_job(partitions, names)
+    checkpoint_job = build_checkpoint_job(names)
     jobs = [build_catalog_job(names, analytics), events_job, build_validate_job(partitions, names),
-            build_replay_job(partitions, names), maintenance_job]
+            build_replay_job(partitions, names), maintenance_job, checkpoint_job]
     resources = {SPARK: r.spark, names.of("warehouse"): r.warehouse, names.of("catalog_source"): r.catalog_source,
                  names.of("landing"): r.landing}
     if analytics:
@@ -278,7 +280,7 @@ def definitions_from_state(keeper: StateKeeper) -> Definitions:
         jobs=jobs,
         schedules=[build_daily_schedule(events_job, partitions, names),
                    build_maintenance_schedule(maintenance_job, partitions, names)],
-        sensors=[build_landing_sensor(events_job, r, partitions, names),
+        sensors=[build_landing_sensor(events_job, checkpoint_job, r, partitions, names),
                  build_compaction_sensor(events_job, maintenance_job, names),
                  build_current_sensor(names, state, r)],
         resources=resources,

@@ -60,7 +60,8 @@ def test_two_instances_give_disjoint_definitions_sharing_one_spark_resource(tmp_
     assert {s.group_name for s in defs.resolve_all_asset_specs() if s.key.path[0] == "team"} == {"storage"}
     jobs = {j.name for j in defs.get_repository_def().get_all_jobs()} - {"__ASSET_JOB"}
     assert jobs == {f"{p}_{j}" for p in ("bikes", "team_storage")
-                    for j in ("catalake_job", "events_job", "validate_job", "replay_job", "maintenance_job")}
+                    for j in ("catalake_job", "events_job", "validate_job", "replay_job", "maintenance_job",
+                              "checkpoint_job")}
     assert {s.name for s in defs.schedules} == {f"{p}_{s}" for p in ("bikes", "team_storage")
                                                 for s in ("daily_events_schedule", "maintenance_schedule")}
     assert {s.name for s in defs.sensors} == {f"{p}_{s}" for p in ("bikes", "team_storage")

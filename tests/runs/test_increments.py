@@ -26,7 +26,7 @@ from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_CATALOG, REPO
-from support.runs import no_spark
+from support.runs import landed_through_dagster, no_spark
 
 DAY = dt.date(2026, 11, 21)
 
@@ -216,13 +216,7 @@ def test_catalake_run_incremental_through_dagster(tmp_path, monkeypatch, capsys)
 
     files = day_records(DAY, 12)
     http = lines(files["rides-http.jsonl"])
-    folder = tmp_path / "landing" / DAY.isoformat()
-    folder.mkdir(parents=True)
-    (folder / "rides-http.jsonl").write_text("\n".join(http[:10]) + "\n")
-    for key, value in {"CATALAKE_LANDING": str(tmp_path / "landing"), "CATALAKE_WAREHOUSE": str(tmp_path / "warehouse"),
-                       "DAGSTER_HOME": str(tmp_path / "dagster"), "CATALAKE_START_DATE": "2026-11-20"}.items():
-        monkeypatch.setenv(key, value)
-    (tmp_path / "dagster").mkdir()
+    folder = landed_through_dagster(tmp_path, monkeypatch, DAY, http[:10])
     assert main(["run", "--date", DAY.isoformat(), "--incremental", "--json", "--no-analytics"]) == 0
     first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (first["kind"], first["fallback"], first["records"]) == ("full", "no run of the day is recorded", 10)

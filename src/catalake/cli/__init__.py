@@ -59,6 +59,9 @@ def _run_command(sub) -> None:
                       help="read only what landed since the day's last run and append it (a full run when the "
                            "landed files changed otherwise, or the day has no recorded run)")
     kind.add_argument("--full", action="store_true", help="read the whole day and replace its partitions (the default)")
+    run.add_argument("--cadence", action="store_true",
+                     help="with --incremental: commit each table when it is due (CATALAKE_FRESHNESS_SECONDS), "
+                          "as the landing sensor's runs do; else every table fed is committed now")
     run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
     run.set_defaults(func=runs.run)
 

@@ -112,6 +112,9 @@ def run(args, context: Context) -> int:
     from .launching import launcher
 
     days = usage.days(args)
+    if args.cadence and not args.incremental:
+        print("catalake run: --cadence goes with --incremental (a full run commits every table)", file=sys.stderr)
+        return 2
     settings = context.settings
     check_root(settings.landing)  # an unreachable landing fails here, in one line
     check_catalog(context)
@@ -160,12 +163,13 @@ def _run_days(args, context: Context, launcher, instance, days) -> int:
 
 def _run_range(args, context: Context, launcher, span: list, cli_tags: dict, catalog_seconds: float) -> int:
     """One run of `events_job` over the days of `span` (and its dbt build), each day reported."""
-    from catalake.defs.events.assets import INCREMENTAL_TAG
+    from catalake.defs.events.assets import CADENCE_TAG, INCREMENTAL_TAG
     from catalake.defs.events.jobs import DAILY_SELECTION
 
     first, last = span[0].isoformat(), span[-1].isoformat()
     run = launcher.run("events_job", first, last=last, asset_selection=DAILY_SELECTION,
-                       tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {})})
+                       tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {}),
+                             **({CADENCE_TAG: "true"} if args.incremental and args.cadence else {})})
     results, spark = {}, {}
     for event in run.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization

@@ -54,6 +54,38 @@ def whole_number(env: dict[str, str], name: str, default: int, least: int = 1) -
     return int(raw)
 
 
+def freshness(env: dict[str, str], name: str, default: str) -> str:
+    """The tables' freshness targets (runs/cadence.py), checked; kept as written."""
+    raw = (env.get(name) or "").strip()
+    try:
+        parse_freshness(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+    return raw or default
+
+
+def parse_freshness(raw: str) -> tuple[float, dict[str, float]]:
+    """CATALAKE_FRESHNESS_SECONDS: a number of seconds (every table's target), and/or
+    comma-separated `<group>=<seconds>` or `<group>/<message>=<seconds>`; ValueError naming the
+    item that is neither."""
+    default, by_name = defaults.FRESHNESS_SECONDS, {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        name, _, value = item.rpartition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if seconds < 0 or seconds != seconds or (not name and "=" in item):
+            raise ValueError(f"{item!r} is neither <seconds> nor <group>[/<message>]=<seconds>")
+        if name:
+            by_name[name.strip()] = seconds
+        else:
+            default = seconds
+    return default, by_name
+
+
 def number(env: dict[str, str], name: str, default: float) -> float:
     """A non-negative number setting, or its default when unset."""
     raw = (env.get(name) or "").strip()
@@ -163,6 +195,7 @@ class Settings:
     retention_hours: float = defaults.RETENTION_HOURS  # CATALAKE_RETENTION_HOURS
     commit_threads: int = defaults.COMMIT_THREADS  # CATALAKE_COMMIT_THREADS
     increment_seconds: int = defaults.INCREMENT_SECONDS  # CATALAKE_INCREMENT_SECONDS
+    freshness: str = str(int(defaults.FRESHNESS_SECONDS))  # CATALAKE_FRESHNESS_SECONDS
 
     def __post_init__(self):
         # locations are kept as uris.normalize says (tests and callers may pass Paths)
@@ -221,6 +254,7 @@ class Settings:
             retention_hours=number(env, "CATALAKE_RETENTION_HOURS", default.retention_hours),
             commit_threads=whole_number(env, "CATALAKE_COMMIT_THREADS", default.commit_threads),
             increment_seconds=whole_number(env, "CATALAKE_INCREMENT_SECONDS", default.increment_seconds),
+            freshness=freshness(env, "CATALAKE_FRESHNESS_SECONDS", default.freshness),
         )
 
     def local_bytes(self, incremental: bool) -> int:

@@ -106,6 +106,38 @@ class Location:
         """The storage options a Delta table here is opened with (None on local disk)."""
         return (storage_options() or None) if self.remote else None
 
+    @cached_property
+    def object_store(self):
+        """This location as an `obstore` store: Rust's object_store, the library delta-rs
+        commits through, for what pyarrow's filesystems cannot ask: a create that fails when
+        the object exists (S3's `If-None-Match`, an exclusive create on disk), and an object's
+        ETag."""
+        from obstore.store import LocalStore, from_url
+
+        if not self.remote:
+            return LocalStore(self.path, mkdir=True)
+        config, client = _object_store_options(storage_options())
+        return from_url(self.uri, config=config or None, client_options=client or None)
+
+
+# delta-rs' option names that object_store takes as client options, not as the store's
+_CLIENT_OPTIONS = {"allow_http", "allow_invalid_certificates", "timeout", "connect_timeout", "proxy_url"}
+
+
+def _object_store_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """CATALAKE_STORAGE_OPTIONS as object_store's store and client options: lower-cased, the
+    client's without their `aws_`/`azure_`/`google_` prefix, and delta-rs' own options (which
+    object_store refuses) left out."""
+    config, client = {}, {}
+    for key, value in options.items():
+        key = key.lower()
+        bare = re.sub(r"^(aws|azure|google)_", "", key)
+        if bare in _CLIENT_OPTIONS:
+            client[bare] = value
+        elif not key.startswith(("aws_s3_", "aws_conditional", "aws_copy_if", "delta")):
+            config[key] = value
+    return config, client
+
 
 def _arrived(uri: str, remote: bool, path: str, environment: dict[str, str]) -> Location:
     """A Location unpickled: the sender's storage settings adopted (see `Location`)."""

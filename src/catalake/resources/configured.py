@@ -48,7 +48,7 @@ class Configured:
             catalog_source=CatalogSource(paths=[str(p) for p in settings.catalog],
                                          schema_roots=[str(p) for p in settings.schema_roots], owners=list(settings.owners)),
             landing=LandingZone(path=settings.landing, layout=settings.layout, start_date=settings.start_date,
-                                increment_seconds=settings.increment_seconds),
+                                increment_seconds=settings.increment_seconds, freshness=settings.freshness),
             spark=spark_resource(settings.spark_master, settings.spark_conf, settings.engine, settings.local_task_bytes,
                                  settings.compiled_path),
         )

@@ -19,6 +19,7 @@ from ..failures import failing_plainly
 from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 from ..quality.checks import check_evaluation, expectation_check_spec, partitioned_check_spec, run_targets
+from .freshness import freshness_check_spec, freshness_evaluations, freshness_metadata
 
 DEADLETTER_KEY = DEFAULT.deadletter
 
@@ -102,10 +103,11 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
 
 def events_check_specs(specs: list[AssetSpec], partitions: DailyPartitionsDefinition,
                        deadletter_key: AssetKey) -> list:
-    """The `expectations` check of every message asset, and `deadletter`'s `conservation` (blocking)
-    and `landing` checks."""
+    """The `expectations` and `freshness` checks of every message asset, and `deadletter`'s
+    `conservation` (blocking) and `landing` checks."""
     return [
         *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
+        *[freshness_check_spec(spec.key, partitions) for spec in specs],
         partitioned_check_spec(
             "conservation",
             asset=deadletter_key,
@@ -130,13 +132,18 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
     """Each day's result: what landed since the day's last run, for an incremental run of whole
     days (INCREMENTAL_TAG); else the whole days, in one job."""
     from catalake.platform.runs.day import classify_days
+    from catalake.platform.runs.cadence import EVERY_INCREMENT
     from catalake.platform.runs.increment import classify_increment
 
     landing, spark, warehouse = resources.landing, resources.spark, resources.warehouse
     if only is None and context.run.tags.get(INCREMENTAL_TAG) == "true":  # what landed since the last run
+        # the landing sensor's runs follow each table's cadence; one asked for by hand commits all it fed
+        cadence = landing.cadence(warehouse.target_file_bytes) if context.run.tags.get(CADENCE_TAG) == "true" \
+            else EVERY_INCREMENT
         return {day: classify_increment(lambda: store.spark, store, tables, landing.root, day,
                                         layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
-                                        compiled=spark.compiled_path, progress=context.log.info) for day in days}
+                                        compiled=spark.compiled_path, cadence=cadence, progress=context.log.info)
+                for day in days}
     return classify_days(
         lambda: store.spark, store, tables, landing.root, days, only=only, layout=landing.layout,
         local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
@@ -146,8 +153,8 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
 
 def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of, every_table: bool,
                 results: dict) -> None:
-    """Each day's materialization and `expectations` check of every table reported, stored in
-    batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
+    """Each day's materialization, `expectations` and `freshness` checks of every table reported,
+    stored in batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
     from catalake.eventlog import event_batch
 
     clock = time.perf_counter()
@@ -159,6 +166,8 @@ def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of
     with event_batch(context.instance):
         for day, result in results.items():
             writing += quality_checks(context, warehouse.local, reported[day], key_of, day, result, targets)
+            for evaluation in freshness_evaluations(result, key_of, day, targets):
+                context.log_event(evaluation)
     seconds = round(time.perf_counter() - clock - writing, 3)
     for result in results.values():
         result.seconds.update(quality_docs=round(writing, 3), events=seconds)
@@ -202,8 +211,8 @@ def proven_days(context: AssetExecutionContext, warehouse, store, tables, only: 
     proofs, materializations = {}, {}
     for day, result in results.items():
         clock = time.perf_counter()
-        proofs[day] = conservation(store, tables, day, result.records_of_day, result.stored,
-                                   set(result.written) if result.kind == "full" and only is None else None)
+        held = set(result.written) if result.kind == "full" and only is None else result.held
+        proofs[day] = conservation(store, tables, day, result.records_of_day, result.stored, held, result.staged)
         result.seconds["conservation"] = round(time.perf_counter() - clock, 3)
         context.log.info(f"{day}: seconds per phase: {result.seconds}")
         materializations[day] = deadletter_materialization(result, store, tables, warehouse.compact_files,
@@ -212,6 +221,8 @@ def proven_days(context: AssetExecutionContext, warehouse, store, tables, only: 
 
 
 INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
+# "true": an incremental run commits each table when it is due (runs/cadence.py), else every table it feeds
+CADENCE_TAG = "catalake/cadence"
 
 
 def selected_tables(selected, tables, key_of, deadletter_key: AssetKey) -> set[str] | None:
@@ -246,6 +257,7 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
             **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
                 "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
             **({"rows_added": sum(result.deadletter.values())} if result.kind == "incremental" else {}),
+            **freshness_metadata(result),
             "by_reason": MetadataValue.json(result.deadletter),
             "per_table": MetadataValue.md(markdown_table(
                 ["table", "message", "rows"],
@@ -288,6 +300,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
         blocking=True,
         severity=AssetCheckSeverity.ERROR,
         metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
+                  **({"rows_staged": counts["rows_staged"]} if "rows_staged" in counts else {}),
                   "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
     )
     yield AssetCheckEvaluation(

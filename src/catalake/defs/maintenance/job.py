@@ -149,3 +149,38 @@ def build_compaction_sensor(events_job, maintenance_job, names: Names = DEFAULT)
             "ops": {names.of(MAINTAIN_OP): {"config": {"closed_day": False, "vacuum": False}}}})
 
     return compaction_sensor
+
+
+def build_checkpoint_job(names: Names = DEFAULT):
+    """`checkpoint_job`: the tables whose tip is a checkpoint interval past their last checkpoint
+    checkpointed (platform/maintenance/checkpoints.py); the landing sensor asks for it."""
+
+    @op(name=names.of("checkpoint_tables"), required_resource_keys=names.resource_keys("catalog_source", "spark", "warehouse"))
+    @failing_plainly
+    def checkpoint_tables(context: OpExecutionContext) -> None:
+        """Checkpoints each table whose newest version, as the increments of the last two days
+        left it, is at least its `delta.checkpointInterval` past its last checkpoint: no commit
+        checkpoints on its own path, and a reader loads a table's log from its last checkpoint
+        on. Each table's observation shows the version checkpointed and the versions since the
+        one before."""
+        from catalake.platform.maintenance import checkpoints
+
+        resources = names.resources(context)
+        store = resources.warehouse.store(resources.spark)
+        today = dt.datetime.now(dt.timezone.utc).date()
+        due = checkpoints.due(store.location, [today - dt.timedelta(days=1), today])
+        keys = _asset_keys(resources.catalog_source, names)
+        for done in checkpoints.checkpoint_tables(store, sorted(due), progress=context.log.info):
+            context.log_event(AssetObservation(asset_key=keys.get(done.table, names.key(*done.table.split("/"))),
+                                               metadata={"checkpoint_version": done.version,
+                                                         "versions_since_the_last": done.since}))
+        if not due:
+            context.log.info("no table is due a checkpoint")
+
+    @job(name=names.of("checkpoint_job"),
+         description="Checkpoint the Delta log of each table that increments have committed to a checkpoint "
+         "interval's times since its last checkpoint.")
+    def checkpoint_job():
+        checkpoint_tables()
+
+    return checkpoint_job

@@ -21,6 +21,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
@@ -31,6 +32,7 @@ from ..errors import StorageError
 from ..landing.listing import DayListing, check_root, display_path, list_day
 from ..landing.planning import Piece, plan_tasks, tiling_faults
 from ..uris import Location
+from ..warehouse.appends import schema_key
 from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
 from ..warehouse.merging import Merge, merge_groups, run_merges
@@ -161,7 +163,10 @@ def _commit_and_record(store: DeltaStore, plan: Plan, tables: Sequence[MessageTa
     for day, m in merged.items():
         sweep.committed(day, fed[day], {os.path.basename(f.path) for files in m.written.values() for f in files})
         if only is None:  # every table now holds what these files hold: increments go on from here
-            ledger.record_full(store.location, landing, day, plan.run, listings[day].files, m.kept())
+            result = results[day]
+            rows = {name: [result.stored.get(name), result.partition_files.get(name, 0)] for name in result.versions}
+            ledger.record_full(store.location, landing, day, plan.run, listings[day].files, m.kept(),
+                               rows if None not in (r for r, _ in rows.values()) else None, result.tips)
     return results
 
 
@@ -274,12 +279,13 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
     writes = plan.write
     touched = _touched(store, tables, merged, writes)
     deadletters = writes is None or DEADLETTER_TABLE in writes
-    committed = _commit_tables(store, tables, merged, touched, deadletters)
+    committed, intervals = _commit_tables(store, tables, merged, touched, deadletters)
     for name, by_day in committed.items():
         for day, c in by_day.items():
             results[day].versions[name] = c.version
             results[day].stored[name] = c.rows
             results[day].partition_files[name] = c.files
+    _tips(store, tables, committed, intervals, results)
     progress(f"{plan.day if len(days) == 1 else f'{days[0]} to {days[-1]}'}: committed {len(committed)} table(s)")
 
     for day, result in results.items():
@@ -307,9 +313,11 @@ def _touched(store: DeltaStore, tables: Sequence[MessageTable], merged: dict[dt.
 
 
 def _commit_tables(store: DeltaStore, tables: Sequence[MessageTable], merged: dict[dt.date, Merged],
-                   touched: dict[dt.date, list[MessageTable]], deadletters: bool) -> dict[str, dict[dt.date, Committed]]:
+                   touched: dict[dt.date, list[MessageTable]],
+                   deadletters: bool) -> tuple[dict[str, dict[dt.date, Committed]], dict[str, int]]:
     """Each touched table (and the dead-letter table when `deadletters`) created or evolved as
-    the catalog says, then committed with its files of each day it touches, in threads."""
+    the catalog says, then committed with its files of each day it touches, in threads; and the
+    checkpoint interval of each table that takes appends at a known version (appends.honoured)."""
     days = list(merged)
     touched_names = {day: {t.name for t in found} for day, found in touched.items()}
     names = list(dict.fromkeys(t.name for day in days for t in touched[day]))
@@ -326,9 +334,28 @@ def _commit_tables(store: DeltaStore, tables: Sequence[MessageTable], merged: di
         stray = {name for m in merged.values() for name in m.written} - set(commits)
         if stray:
             raise StorageError(f"files written for tables this run does not commit: {sorted(stray)}")
+        intervals = {name: store.honours_blind_appends(name) for name in commits}
         with ThreadPoolExecutor(min(store.commit_threads, max(len(commits), 1))) as pool:
-            return dict(zip(commits, pool.map(
+            done = dict(zip(commits, pool.map(
                 lambda item: store.commit_partitions(item[0], item[1], PARTITION_COLUMN), commits.items())))
+    return done, {name: interval for name, interval in intervals.items() if interval}
+
+
+def _tips(store: DeltaStore, tables: Sequence[MessageTable], committed: dict[str, dict[dt.date, Committed]],
+          intervals: dict[str, int], results: dict[dt.date, PartitionResult]) -> None:
+    """Each day's tips of the tables the run committed (one HEAD a table, in threads): the
+    day's first increment appends at them, reading no log (appends.py)."""
+    schemas = {t.name: t.schema for t in tables}
+    keys = {name: schema_key(schemas.get(name, DEADLETTER_SCHEMA)) for name in intervals}
+
+    def tip(name: str):
+        return name, store.tip_after(name, next(iter(committed[name].values())), keys[name], intervals[name])
+
+    with ThreadPoolExecutor(min(store.commit_threads, max(len(intervals), 1))) as pool:
+        for name, made in pool.map(tip, list(intervals)):
+            for day, c in committed[name].items():
+                if made is not None and c.rows is not None:
+                    results[day].tips[name] = replace(made, rows=c.rows, files=c.files).as_json()
 
 
 def ensure_deadletter(store: DeltaStore) -> None:
@@ -341,12 +368,15 @@ def ensure_deadletter(store: DeltaStore) -> None:
 
 
 def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date, records: int,
-                 stored: dict[str, int | None] | None = None, held: set[str] | None = None) -> tuple[bool, dict]:
+                 stored: dict[str, int | None] | None = None, held: set[str] | None = None,
+                 staged: dict[str, int] | None = None) -> tuple[bool, dict]:
     """Records read == rows of `day` in the per-message tables + dead-letter rows (row counts
-    from each table's Delta log). `stored`: the counts of tables the run just committed, from the
-    snapshot each commit left loaded (PartitionResult.stored): their logs are not read again.
+    from each table's Delta log) + rows staged for a later commit (`staged`: the day's ledger
+    names their files). `stored`: the counts of tables the run knows, from the snapshot each
+    commit left (PartitionResult.stored): their logs are not read again.
     `held`: the tables that may hold rows of the day, when the run knows them (a full run
-    committed every one of them, PartitionResult.written); else each table's folder is looked at."""
+    committed every one of them, PartitionResult.written; an increment's ledger names every table
+    the day's runs committed); else each table's folder is looked at."""
     stored = {n: rows for n, rows in (stored or {}).items() if rows is not None}
     names = [n for n in [t.name for t in tables] + [DEADLETTER_TABLE]
              if n not in stored and (n in held if held is not None else store.has_partition(n, day)) and store.exists(n)]
@@ -354,5 +384,9 @@ def conservation(store: DeltaStore, tables: Sequence[MessageTable], day: dt.date
         counts = dict(zip(names, pool.map(lambda n: store.partition_rows(n, PARTITION_COLUMN, day), names)))
     counts.update({n: rows for n, rows in stored.items()
                    if rows or (n in held if held is not None else store.has_partition(n, day))})
+    waiting = sum((staged or {}).values())
     stored = sum(counts.values())
-    return stored == records, {"records_read": records, "rows_stored": stored, "per_table": counts}
+    proof = {"records_read": records, "rows_stored": stored, "per_table": counts}
+    if staged:
+        proof.update(rows_staged=waiting, staged_per_table=dict(staged))
+    return stored + waiting == records, proof

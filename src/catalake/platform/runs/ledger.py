@@ -18,6 +18,15 @@ each table's append carries the Delta application transaction (`catalake:<day>:<
 increment's number), so a run that finds a pending increment reads its very pieces again and
 commits only the tables whose log does not have it yet: no range is ever committed twice, none
 is lost.
+
+The ledger also keeps, per table, what the day's runs know of it (cadence.py, issue 65):
+`staged`, the files an increment wrote and did not commit yet (a table commits when it is due),
+`rows`, each table's rows and files of the day (every table that holds any, as the full run that
+started the ledger and the increments since committed them), and `tips`, each table's `Tip`
+(appends.py: the version and ETag its last commit left). Both are saved with the increment's entry when it is done, so a run
+stopped before that finds them as they were before it. A staged file is committed by a later
+increment or removed with the ledger by a full run (`forget`); recovery and the vacuum never take
+one (`staged_names`).
 """
 
 from __future__ import annotations
@@ -68,10 +77,51 @@ def save(root: Location, day: dt.date, ledger: dict) -> None:
 
 
 def forget(root: Location, day: dt.date) -> None:
-    """The day is read anew (a full or subset run): no increment goes on from the old ledger."""
+    """The day is read anew (a full or subset run): no increment goes on from the old ledger.
+    Its staged files are removed after it (they hold rows the new run reads again; should this
+    stop in between, they are files no ledger names, which the vacuum removes)."""
     filesystem, path = _path(root, day)
+    old = load(root, day)
     with contextlib.suppress(FileNotFoundError):
         filesystem.delete_file(path)
+    for name, files in (old or {}).get("staged", {}).items():
+        table = root.child(*name.split("/"))
+        for f in files:
+            with contextlib.suppress(FileNotFoundError):
+                table.filesystem.delete_file(table.child(*f["path"].split("/")).path)
+
+
+def drop_tables(root: Location, day: dt.date) -> None:
+    """What the ledger knows of the day's tables is dropped (a replay is about to move rows
+    between them): the next increments read their logs again. The staged files stay."""
+    day_ledger = load(root, day)
+    if day_ledger is not None and ("tips" in day_ledger or "rows" in day_ledger):
+        day_ledger.pop("tips", None)
+        day_ledger.pop("rows", None)
+        save(root, day, day_ledger)
+
+
+def next_due(root: Location, day: dt.date) -> float | None:
+    """When the day's first staged table comes due (seconds since the epoch), or None: nothing
+    is staged (one read of the ledger)."""
+    return (load(root, day) or {}).get("next_due")
+
+
+def staged_names(day_ledger: dict | None) -> set[str]:
+    """The file names of the ledger's staged files: never an orphan, never vacuumed."""
+    return {f["path"].rsplit("/", 1)[-1] for files in (day_ledger or {}).get("staged", {}).values() for f in files}
+
+
+def all_staged(root: Location) -> set[str]:
+    """The names of every staged file of every day's ledger (the vacuum keeps them)."""
+    filesystem = root.filesystem
+    folder = f"{root.path}/{LEDGER_DIR}"
+    names: set[str] = set()
+    for info in filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+        if info.base_name.endswith(".json"):
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                names |= staged_names(load(root, dt.date.fromisoformat(info.base_name[:-5])))
+    return names
 
 
 def app_id(day: dt.date, epoch: str) -> str:
@@ -118,15 +168,18 @@ def is_lines(landing: Location, path: str) -> bool:
     return formats.sniff(head_of(landing, path), path.rsplit("/", 1)[-1]) == "lines"
 
 
-def record_full(root: Location, landing: Location, day: dt.date, run: str, files: list[Landed], kept: dict) -> None:
+def record_full(root: Location, landing: Location, day: dt.date, run: str, files: list[Landed], kept: dict,
+                rows: dict[str, list] | None = None, tips: dict[str, dict] | None = None) -> None:
     """A new ledger after a full run of the day: every file read whole, as listed; `kept`: the
-    run's counts and quality tallies (results.Merged.kept)."""
+    run's counts and quality tallies (results.Merged.kept); `rows`: [rows, files] of the day in
+    every table the run committed; `tips`: the tables' tips its commits left (appends.Tip)."""
     reads = {}
     for f in files:
         seen, newline = fingerprint(landing, f.path, f.size)
         reads[f.path] = {"end": f.size, "line": None, "newline": newline, "fingerprint": seen, "modified": f.modified_ns}
     save(root, day, {"day": day.isoformat(), "epoch": run, "increments": [
-        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **kept}]})
+        {"n": 1, "kind": "full", "run": run, "reads": reads, "pieces": [], "done": True, **kept}],
+        **({"rows": rows} if rows is not None else {}), **({"tips": tips} if tips else {})})
 
 
 def state(ledger: dict) -> dict[str, dict]:

@@ -42,7 +42,7 @@ from ..errors import StorageError
 from ..uris import Location
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.store import DeltaStore
-from . import liveness
+from . import ledger, liveness
 
 RUNS_DIR = "_catalake/runs"
 JOURNAL_DIR = "_catalake/replays"
@@ -137,10 +137,11 @@ def crashed_days(root: Location, day: dt.date, lease: float | None = None) -> di
 def protected(root: Location, lease: float | None = None) -> Callable[[str], bool]:
     """Whether a file of the warehouse must survive a vacuum whatever its age: a file of a run in
     flight (recorded, and its process alive, or of another host and within its lease), or of a
-    replay whose journal is still there (a roll-forward commits its files)."""
+    replay whose journal is still there (a roll-forward commits its files), or staged by an
+    increment for a later commit (a day's ledger names it)."""
     lease = liveness.lease_seconds() if lease is None else lease
     runs = {r["run"] for r in _records(root) if _verdict(r, lease).alive}
-    journaled: set[str] = set()
+    journaled: set[str] = ledger.all_staged(root)
     for journal in _documents(root.filesystem, f"{root.path}/{JOURNAL_DIR}"):
         runs.add(journal["run"])
         journaled |= journal_files(journal)
@@ -238,9 +239,10 @@ def roll_forward(store: DeltaStore, journal: dict) -> list[str]:
 def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[str],
                    committed: Iterable[str] | None = None) -> None:
     """Remove the files run `run` wrote into partition `day` of these tables that no commit took,
-    except those the day's journal names (`committed`: the names of all the run committed, when
-    it just did: no log is read)."""
-    store.remove_uncommitted(run, day, names, keep=journal_files(journal_of(store.location, day)), committed=committed)
+    except those the day's journal names or its ledger stages for a later commit (`committed`:
+    the names of all the run committed, when it just did: no log is read)."""
+    keep = journal_files(journal_of(store.location, day)) | ledger.staged_names(ledger.load(store.location, day))
+    store.remove_uncommitted(run, day, names, keep=keep, committed=committed)
 
 
 def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replace: bool,

@@ -35,7 +35,7 @@ from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEM
 from ..warehouse.files import PARTITION_COLUMN
 from ..warehouse.message_tables import MessageTable, sync_message_tables
 from ..warehouse.store import DeltaStore
-from . import recovery
+from . import ledger, recovery
 from .classifier import Classifier
 from .day import conservation
 from .plan import Plan, new_plan
@@ -140,6 +140,7 @@ def _commit_moves(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable],
     (roll_forward: the tables first, the dead letters last), and the journal removed."""
     day = plan.day
     fed = [t for t in tables if t.name in written]
+    ledger.drop_tables(store.location, day)  # the rows its increments know of each table move now
     sync_message_tables(store, fed)
     journal = {"run": plan.run, "day": day.isoformat(), "deadletters": read, "moved": moved, "commits": [
         {"table": name, "files": written.get(name, []), "version": store.version(name),

@@ -70,6 +70,10 @@ class PartitionResult:
     day_records: int | None = None  # records the day's runs read, all increments together
     engine: Engine = NOTHING  # what classified the records
     partition_files: dict[str, int] = field(default_factory=dict)  # table name -> the day's files after the commit
+    staged: dict[str, int] = field(default_factory=dict)  # table name -> rows written, not committed yet (cadence.py)
+    freshness: dict[str, "Freshness"] = field(default_factory=dict)  # table name -> its lag after the increment
+    held: set[str] | None = None  # every table holding rows of the day, when the day's ledger knows them
+    tips: dict[str, dict] = field(default_factory=dict)  # table name -> its tip after a full run (appends.Tip)
 
     @property
     def records_of_day(self) -> int:
@@ -82,6 +86,24 @@ class PartitionResult:
         if self.kind == "incremental" or self.fallback:
             out.update(kind=self.kind, fallback=self.fallback, records_of_day=self.records_of_day, read=self.read)
         return out
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """A table's lag after an increment (cadence.py): the age of its oldest landed record not
+    yet committed (0: none), the oldest age among the records this increment committed, and the
+    table's target."""
+
+    lag: float
+    committed_lag: float | None
+    target: float
+    staged_rows: int = 0
+    staged_files: int = 0
+    due: str | None = None  # why the increment committed the table: "size", "freshness", "flush"
+
+    @property
+    def fresh(self) -> bool:
+        return self.lag <= self.target and (self.committed_lag is None or self.committed_lag <= self.target)
 
 
 @dataclass

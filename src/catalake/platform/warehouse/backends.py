@@ -34,7 +34,7 @@ from ..errors import StorageError
 from ..sql import ident, string
 from ..uris import Location
 from .arrowschemas import arrow_schema_with_metadata, spark_schema_of
-from .commit import commit
+from .commit import NO_HOOKS, commit
 from .files import partition_value, write_files
 
 log = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class DeltaRsBackend(Backend):
 
     def add_columns(self, location: Location, schema: StructType) -> None:
         write_deltalake(location.uri, arrow_schema_with_metadata(schema).empty_table(), mode="append", schema_mode="merge",
-                        storage_options=self.options)
+                        storage_options=self.options, post_commithook_properties=NO_HOOKS)
 
     def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         files = write_files(df, location, partition_by)
@@ -236,7 +236,7 @@ class DeltaRsBackend(Backend):
     def overwrite_rows(self, table: DeltaTable, location: Location, rows: list[dict]) -> None:
         schema = arrow_schema_with_metadata(spark_schema(table))
         write_deltalake(table, pa.Table.from_pylist(rows, schema=schema), mode="overwrite",
-                        storage_options=self.options)
+                        storage_options=self.options, post_commithook_properties=NO_HOOKS)
 
     def read(self, location: Location, load: Callable[[], DeltaTable]) -> DataFrame:
         table = load()

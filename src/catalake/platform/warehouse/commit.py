@@ -7,6 +7,12 @@ that loses that race to another commit is made again on the new snapshot (``comm
 partition ends with exactly one writer's files. A commit that is the only version after the
 snapshot it was made from (``only_new_version``, one request) does not read the log again: at
 thousands of tables a commit each, that read was a third of an increment's commit phase.
+
+No commit checkpoints the log or removes expired entries (``NO_HOOKS``): delta-rs' post-commit
+hooks list the log on every commit. Checkpoints have a cadence of their own (appends.py) and
+`catalake maintain` removes expired entries.
+
+An append at a version the day's ledger knows skips all of this (appends.py).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import uuid
 from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
@@ -27,6 +33,7 @@ from .files import WrittenFile, partition_value, remove_files
 
 COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
 COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
+NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 
 
 def only_new_version(root: Location, read_version: int) -> bool:
@@ -93,7 +100,8 @@ def _remove_concurrent(root: Location, table: DeltaTable, read_version: int, ver
                    for p, n in stale]
         try:
             table.create_write_transaction(removes, mode="append", schema=table.schema(),
-                                           partition_by=list(table.metadata().partition_columns) or None)
+                                           partition_by=list(table.metadata().partition_columns) or None,
+                                           post_commithook_properties=NO_HOOKS)
             table.update_incremental()
             return
         except CommitFailedError:
@@ -176,6 +184,7 @@ def _write_transaction(table: DeltaTable, actions: list[AddAction], partition_by
         commit_properties=CommitProperties(
             custom_metadata={COMMIT_KEY: commit},
             app_transactions=[Transaction(*transaction)] if transaction else None),
+        post_commithook_properties=NO_HOOKS,
     )
 
 
@@ -206,7 +215,8 @@ def commit_compaction(root: Location, removed: list[WrittenFile], added: list[Wr
     try:
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(table.metadata().partition_columns) or None,
-                                       commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit, **operation}))
+                                       commit_properties=CommitProperties(custom_metadata={COMMIT_KEY: commit, **operation}),
+                                       post_commithook_properties=NO_HOOKS)
     except CommitFailedError as exc:
         raise Conflict(f"{root.uri}: {str(exc).splitlines()[0]}") from None
     return _committed_version(table, commit, read_version)

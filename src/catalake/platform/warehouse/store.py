@@ -36,6 +36,7 @@ from ..defaults import COMMIT_THREADS, DELTA_BACKEND
 from ..errors import StorageError
 from ..sql import ident
 from ..uris import Location
+from .appends import Tip, append, honoured, new_commit_key, tip_of
 from .arrowschemas import schema_value
 from .backends import backend_for, backend_without_session, choose_backend, spark_schema
 from .commit import AlreadyCommitted, commit, commit_compaction
@@ -44,7 +45,7 @@ from .files import PARTITION_COLUMN, PartFile, WrittenFile, partition_value, rea
 # A day of increments commits to a table many times: a checkpoint every 10 commits keeps each load
 # of the log to at most 10 JSON entries (Delta's default, 100, made an increment's loads grow to
 # 0.5 s over a day of 100 increments; benchmarks/RESULTS.md)
-TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+TABLE_PROPERTIES = {"delta.checkpointInterval": "100"}
 
 
 class DeltaStore:
@@ -265,14 +266,18 @@ class DeltaStore:
                                  len(part)) for value, part in files.items()}
 
     def append_partition(self, name: str, files: Sequence[PartFile], column: str, value, *,
-                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None) -> "Committed | None":
+                         keep_on_failure: bool = False, transaction: tuple[str, int] | None = None,
+                         staged: Sequence[PartFile] = ()) -> "Committed | None":
         """Add Parquet files already written into partition `column=value` (PartFiles) to a
         table, in one Delta commit, keeping the rows there. The files are removed when the commit
         fails, unless `keep_on_failure`. `transaction`: (application id, version), recorded in
-        the same commit (Delta's idempotent writes; transaction_version). Returns the new version
-        and the partition's rows as loaded after the commit, or None when another writer committed
-        that transaction first (this one's files removed)."""
-        written = [WrittenFile(path, size, {column: partition_value(value)}, rows) for path, size, rows in files]
+        the same commit (Delta's idempotent writes; transaction_version). `staged`: files of
+        earlier runs added in the same commit, never removed here (the day's ledger names them).
+        Returns the new version and the partition's rows as loaded after the commit, or None when
+        another writer committed that transaction first (this one's files removed)."""
+        values = {column: partition_value(value)}
+        own = [WrittenFile(path, size, values, rows) for path, size, rows in files]
+        written = [WrittenFile(path, size, values, rows) for path, size, rows in staged] + own
         location = self.table_location(name)
         try:
             version, table, reloaded = commit(location, written, [column], None, overwrite=False, transaction=transaction,
@@ -284,12 +289,40 @@ class DeltaStore:
             return Committed(version, None if before.rows is None or added is None else before.rows + added,
                              before.files + len(written))
         except AlreadyCommitted:
-            remove_files(location, written)  # the rows are in the table: another run's copy of them
+            remove_files(location, own)  # the rows are in the table: another run's copy of them
             return None
         except BaseException:
             if not keep_on_failure:
-                remove_files(location, written)
+                remove_files(location, own)
             raise
+
+    def honours_blind_appends(self, name: str) -> int | None:
+        """The table's checkpoint interval when it takes appends at a known version, else None
+        (appends.honoured)."""
+        return honoured(self._table(name))
+
+    def append_at(self, name: str, files: Sequence[PartFile], column: str, value, tip: Tip,
+                  transaction: tuple[str, int] | None) -> Tip | None:
+        """Add files to partition `column=value` as version `tip.version + 1`, without reading
+        the table's log (appends.py): the new tip, or None when the table is not as `tip` says
+        (nothing written: the caller commits through delta-rs)."""
+        values = {column: partition_value(value)}
+        new = append(self.location, self.table_location(name), tip,
+                     [WrittenFile(path, size, values, rows) for path, size, rows in files], transaction,
+                     new_commit_key())
+        if new is not None:
+            self._forget(name)
+        return new
+
+    def tip_after(self, name: str, committed: "Committed", schema: str, checkpoint_interval: int) -> Tip | None:
+        """The tip a commit through delta-rs left (the table's protocol `honoured`): one HEAD."""
+        return tip_of(self.location, self.table_location(name), committed.version, schema, committed.rows,
+                      committed.files, checkpoint_interval)
+
+    def checkpoint(self, name: str) -> None:
+        """A checkpoint of the table's current version (its log loaded once)."""
+        DeltaTable(self.path(name), storage_options=self.options).create_checkpoint()
+        self._forget(name)
 
     def partition_files(self, name: str, column: str, value) -> list[PartFile]:
         """The files of one partition as the table's current snapshot lists them (path relative
