@@ -1,6 +1,7 @@
 """catalake's capacity model (issues 40 and 65), checked against a scaled simulation here.
 
     python benchmarks/capacity.py [--tables 500] [--increments 21] [--files 100000] [--records 100000] [--work DIR]
+    python benchmarks/capacity.py --model-only OUTPUT   # part 3 again, from the unit costs a run printed
 
 1. **Unit costs**, measured in this run at a fifth of the scale or less: classification CPU per
    record and per run (full runs of two sizes in local processes); per table commit at the
@@ -166,8 +167,9 @@ def model(s: Scenario, c: Costs) -> dict:
             "classification": (c.run_cpu_seconds + fed * c.cpu_seconds_per_definition
                                + per_increment_events * c.cpu_seconds_per_record) / s.cluster_cores,
             "commits": commits_per * (append_seconds + sum(append.values()) * s.request_seconds / s.commit_threads),
-            # a materialization, its expectations and its freshness check per table committed
-            "dagster": commits_per * 3 * c.dagster_seconds_per_event,
+            # a materialization and its expectations check per table committed (the run's freshness
+            # check is one, on deadletter)
+            "dagster": commits_per * 2 * c.dagster_seconds_per_event,
         }
         run_seconds = sum(increment_seconds.values())
     # checkpoint_job's share, a run of its own beside the increments (before issue 65: in the commits)
@@ -228,7 +230,7 @@ def model(s: Scenario, c: Costs) -> dict:
             "requests": {m: round(n) for m, n in sorted(day_requests.items())},
             "requests_total": round(sum(day_requests.values())),
             "request_price_usd": round(sum(n * PRICE_PER_1000.get(m, 0.0004) / 1000 for m, n in day_requests.items()), 2),
-            "dagster_events": round(commits * 3 + full_fed * 2),
+            "dagster_events": round(commits * 2 + full_fed * 2),
         },
     }
 
@@ -383,7 +385,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--work", default="/tmp/catalake-capacity")
+    parser.add_argument("--model-only", help="a run's printed output: its unit costs, the production model again")
     args = parser.parse_args(argv)
+    if args.model_only:
+        measured = next(json.loads(line) for line in open(args.model_only) if line.startswith('{"unit_costs"'))
+        costs = Costs(**measured["unit_costs"])
+        for name, scenario in production_scenarios():
+            print(json.dumps({"scenario": name, **asdict(scenario), "model": model(scenario, costs)}), flush=True)
+        return
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     (work / "s3").mkdir(parents=True)

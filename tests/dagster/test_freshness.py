@@ -1,6 +1,7 @@
 """Freshness as Dagster users see it (issue 65): increments on a cadence stage what is not due,
-say so in the `deadletter` materialization and in `conservation`, the `freshness` check of each
-table committed, and the landing sensor asking for a run when a staged table comes due."""
+say so in the `deadletter` materialization and in `conservation`; each table committed shows
+its lag, `deadletter`'s `freshness` check the run's; the landing sensor asks for a run when a
+staged table comes due, and for `checkpoint_job` when a table is due a checkpoint."""
 
 from __future__ import annotations
 
@@ -53,14 +54,16 @@ def test_a_cadenced_increment_stages_reports_and_the_next_commits_with_a_freshne
     assert committed["records"] == 0 and sum(committed["tables"].values()) == 0
     with DagsterInstance.get() as instance:
         started = [k for k in instance.get_asset_keys() if k.path[-1].endswith("rides.RideStarted")][0]
-        checks = instance.event_log_storage.get_latest_asset_check_execution_by_key([AssetCheckKey(started, "freshness")])
+        latest = instance.get_latest_materialization_event(started).asset_materialization.metadata
+        assert latest["dagster/partition_row_count"].value > 0 and latest["lag_seconds"].value == 0.0
+        assert 5 <= latest["committed_lag_seconds"].value < 60 and latest["target_seconds"].value == 60.0
+        checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [AssetCheckKey(AssetKey("deadletter"), "freshness")])
         evaluation = list(checks.values())[0]
         assert evaluation.status.value == "SUCCEEDED"
         metadata = evaluation.event.dagster_event.event_specific_data.metadata
-        assert metadata["lag_seconds"].value == 0.0 and 5 <= metadata["committed_lag_seconds"].value < 60
-        assert metadata["target_seconds"].value == 60.0
-        latest = instance.get_latest_materialization_event(started).asset_materialization.metadata
-        assert latest["dagster/partition_row_count"].value > 0
+        assert metadata["stale_tables"].value == 0 and metadata["tables_staged"].value == 0
+        assert 5 <= metadata["max_lag_seconds"].value < 60
 
 
 def test_the_landing_sensor_asks_for_a_run_when_a_staged_table_comes_due(tmp_path):

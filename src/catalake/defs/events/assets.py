@@ -19,7 +19,7 @@ from ..failures import failing_plainly
 from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 from ..quality.checks import check_evaluation, expectation_check_spec, partitioned_check_spec, run_targets
-from .freshness import freshness_check_spec, freshness_evaluations, freshness_metadata
+from .freshness import freshness_check_spec, freshness_evaluation, freshness_metadata, table_freshness
 
 DEADLETTER_KEY = DEFAULT.deadletter
 
@@ -103,11 +103,11 @@ def build_events_asset(partitions: DailyPartitionsDefinition, specs: list[AssetS
 
 def events_check_specs(specs: list[AssetSpec], partitions: DailyPartitionsDefinition,
                        deadletter_key: AssetKey) -> list:
-    """The `expectations` and `freshness` checks of every message asset, and `deadletter`'s
-    `conservation` (blocking) and `landing` checks."""
+    """The `expectations` check of every message asset, and `deadletter`'s `conservation`
+    (blocking), `landing` and `freshness` checks."""
     return [
         *[expectation_check_spec(spec.key, spec.metadata["dagster/table_name"], partitions) for spec in specs],
-        *[freshness_check_spec(spec.key, partitions) for spec in specs],
+        freshness_check_spec(deadletter_key, partitions),
         partitioned_check_spec(
             "conservation",
             asset=deadletter_key,
@@ -153,8 +153,8 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
 
 def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of, every_table: bool,
                 results: dict) -> None:
-    """Each day's materialization, `expectations` and `freshness` checks of every table reported,
-    stored in batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
+    """Each day's materialization and `expectations` check of every table reported, stored in
+    batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
     from catalake.eventlog import event_batch
 
     clock = time.perf_counter()
@@ -166,8 +166,6 @@ def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of
     with event_batch(context.instance):
         for day, result in results.items():
             writing += quality_checks(context, warehouse.local, reported[day], key_of, day, result, targets)
-            for evaluation in freshness_evaluations(result, key_of, day, targets):
-                context.log_event(evaluation)
     seconds = round(time.perf_counter() - clock - writing, 3)
     for result in results.values():
         result.seconds.update(quality_docs=round(writing, 3), events=seconds)
@@ -286,9 +284,9 @@ def range_metadata(results: dict) -> dict:
 
 
 def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key: AssetKey, target=None):
-    """`conservation` (every record read is in exactly one table) and `landing` (the day's
-    folder was there), as results of the day's partition, tied to the day's materialization
-    (`target`)."""
+    """`conservation` (every record read is in exactly one table), `landing` (the day's folder
+    was there) and `freshness` (every table committed within its target), as results of the
+    day's partition, tied to the day's materialization (`target`)."""
     from catalake.platform.warehouse.queries import analyst_name
 
     yield AssetCheckEvaluation(
@@ -314,6 +312,7 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
                      f"{landing.root}: nothing was read" if result.landing == "missing" else None),
         metadata={"landing": result.landing, "root": landing.root, "layout": landing.layout, "files": len(result.files)},
     )
+    yield freshness_evaluation(result, key, day, target)
 
 
 def partition_rows(store, name: str, day: dt.date, result) -> int:
@@ -348,6 +347,7 @@ def report_tables(context, record_empty: bool, store, tables, key_of, every_tabl
                 "run_kind": result.kind,
                 **({"partition_files": result.partition_files[table.name]} if table.name in result.partition_files else {}),
                 **({"rows_added": result.rows_added.get(table.name, 0)} if result.kind == "incremental" else {}),
+                **table_freshness(result, table.name),
             },
         ))
     if record_empty and every_table and result.kind == "full":
