@@ -200,7 +200,8 @@ def _commit_due(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], m
     result.rows_added, result.deadletter, result.files = merged.rows, merged.deadletter, merged.per_file
     now, took = timing.clock(), _took(day_ledger)
     candidates = list(dict.fromkeys([*staged, *new]))
-    files = {name: staged.get(name, []) + [_staged(f, entry["landed"]) for f in new.get(name, [])] for name in candidates}
+    landed = entry.get("landed", now)  # an entry an older release left pending says none
+    files = {name: staged.get(name, []) + [_staged(f, landed) for f in new.get(name, [])] for name in candidates}
     targets = timing.cadence.targets(tables)
     default = timing.cadence.target(None)
     due = {name: timing.cadence.due(files[name], targets.get(name, default), now, took) for name in candidates}
