@@ -383,7 +383,7 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
     assert {d: m["dagster/partition_row_count"].value for d, m in deadletter.items()} == per_day
     checked = {(e.check_name, e.partition): e.passed for e in events.get_asset_check_evaluations()
                if e.asset_key == AssetKey("deadletter")}
-    assert checked == {(name, day): True for name in ("conservation", "landing") for day in DAYS}
+    assert checked == {(name, day): True for name in ("conservation", "landing", "freshness") for day in DAYS}
     history = instance.event_log_storage.get_asset_check_execution_history(
         AssetCheckKey(AssetKey("deadletter"), "conservation"), limit=10)
     assert sorted(r.partition for r in history) == DAYS
