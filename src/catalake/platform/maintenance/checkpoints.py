@@ -25,8 +25,10 @@ from typing import Sequence
 
 from deltalake import DeltaTable
 
+from .. import uris
 from ..runs import ledger
 from ..uris import Location
+from ..warehouse.appends import CHECKPOINT_INTERVAL
 from ..warehouse.store import DeltaStore
 
 RECORD = "_catalake/checkpoints.json"
@@ -62,7 +64,7 @@ def due(root: Location, days: Sequence[dt.date]) -> dict[str, int]:
                 tips[name] = tip
     done = recorded(root)
     since = {name: tip["version"] - done.get(name, -1) for name, tip in tips.items()}
-    return {name: n for name, n in since.items() if n >= tips[name].get("checkpoint_interval", 100)}
+    return {name: n for name, n in since.items() if n >= tips[name].get("checkpoint_interval", CHECKPOINT_INTERVAL)}
 
 
 def checkpoint_tables(store: DeltaStore, names: Sequence[str], progress=lambda message: None) -> list[Checkpointed]:
@@ -84,8 +86,6 @@ def checkpoint_tables(store: DeltaStore, names: Sequence[str], progress=lambda m
 
 
 def _save(root: Location, record: dict[str, int]) -> None:
-    from .. import uris
-
     uris.make_folders(root.filesystem, _record_path(root).rsplit("/", 1)[0])
     with root.filesystem.open_output_stream(_record_path(root)) as out:
         out.write(json.dumps(record, sort_keys=True).encode())

@@ -223,9 +223,7 @@ def _commit_due(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], m
     _report(targets, default, staged, timing.clock(), due, committed, files, result)
     day_ledger["next_due"] = min((timing.cadence.due_at(its, targets.get(name, default), took) for name, its in staged.items()),
                                  default=None)
-    for name, (rows, _) in day_ledger.get("rows", {}).items():
-        result.stored.setdefault(name, rows)
-    result.held = set(day_ledger["rows"]) if "rows" in day_ledger else None
+    _known_rows(day_ledger, result)
     progress(f"{day}: increment {n}: committed {len(committed)} table(s), {len(staged)} staged for a later one")
     return kept
 
@@ -360,6 +358,12 @@ def _report_waiting(tables: Sequence[MessageTable], day_ledger: dict, cadence: C
     """An increment that committed nothing: the staged tables' freshness, the day's known rows."""
     staged = day_ledger.get("staged", {})
     _report(cadence.targets(tables), cadence.target(None), staged, now, {}, set(), staged, result)
+    _known_rows(day_ledger, result)
+
+
+def _known_rows(day_ledger: dict, result: PartitionResult) -> None:
+    """The day's rows of every table the ledger knows, for the conservation check (no log read),
+    and the tables that hold any, when it knows them all."""
     for name, (rows, _) in day_ledger.get("rows", {}).items():
         result.stored.setdefault(name, rows)
     result.held = set(day_ledger["rows"]) if "rows" in day_ledger else None

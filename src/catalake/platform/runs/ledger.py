@@ -23,8 +23,8 @@ The ledger also keeps, per table, what the day's runs know of it (cadence.py, is
 `staged`, the files an increment wrote and did not commit yet (a table commits when it is due),
 `rows`, each table's rows and files of the day (every table that holds any, as the full run that
 started the ledger and the increments since committed them), and `tips`, each table's `Tip`
-(appends.py: the version and ETag its last commit left). Both are saved with the increment's entry when it is done, so a run
-stopped before that finds them as they were before it. A staged file is committed by a later
+(appends.py: the version and ETag its last commit left). They are saved with the increment's
+entry when it is done, so a run stopped before that finds them as they were before it. A staged file is committed by a later
 increment or removed with the ledger by a full run (`forget`); recovery and the vacuum never take
 one (`staged_names`).
 """
