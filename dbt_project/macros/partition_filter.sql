@@ -11,10 +11,19 @@
   {{ return((first, last or first) if first else none) }}
 {%- endmacro %}
 
-{# `where <column> between <min_date> and <max_date>` when a run builds a range and the model is incremental. #}
-{% macro partition_filter(column='event_date') -%}
+{#
+  `where <column> between <first> and <last>` when a run builds a range and the model is
+  incremental: the source's partitions of the range, `before` days earlier and `after` days later
+  (what a model that joins across midnight needs), are all it reads. DuckDB pushes the filter into
+  the Delta source's scan (platform/warehouse/dbt_delta.py): the other days' files are not opened.
+  A model built whole (its first build, or --full-refresh) reads every day.
+#}
+{% macro partition_filter(column='event_date', before=0, after=0) -%}
   {%- set days = partition_range() -%}
   {%- if is_incremental() and days -%}
-    where {{ column }} between date '{{ days[0] }}' and date '{{ days[1] }}'
+    {%- set day = modules.datetime.date.fromisoformat -%}
+    {%- set first = day(days[0]) - modules.datetime.timedelta(days=before) -%}
+    {%- set last = day(days[1]) + modules.datetime.timedelta(days=after) -%}
+    where {{ column }} between date '{{ first.isoformat() }}' and date '{{ last.isoformat() }}'
   {%- endif -%}
 {%- endmacro %}

@@ -18,3 +18,8 @@ def ansi_string(text: str) -> str:
     """A string literal of standard SQL (DuckDB, which runs the dbt models): quotes doubled,
     backslashes as they are."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def ansi_ident(name: str) -> str:
+    """A name in standard SQL (DuckDB): double-quoted, quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'

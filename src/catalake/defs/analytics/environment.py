@@ -11,11 +11,13 @@ from catalake.resources import Warehouse
 
 def dbt_environment(warehouse: Warehouse) -> dict[str, str]:
     """What the project's profile and sources read from the environment: dbt-duckdb reads the
-    Delta tables from CATALAKE_WAREHOUSE (profiles.yml, sources.yml) into CATALAKE_ANALYTICS_DB.
+    Delta tables from CATALAKE_WAREHOUSE (profiles.yml, sources.yml) into CATALAKE_ANALYTICS_DB,
+    its sources' views kept in CATALAKE_DBT_SOURCES_DB.
     A parse and the builds after it see the same values: dbt parses the whole project again
     when the profile it renders changes."""
     return {"CATALAKE_WAREHOUSE": uris.normalize(warehouse.path),
-            "CATALAKE_ANALYTICS_DB": str(warehouse.local / "analytics.duckdb")}
+            "CATALAKE_ANALYTICS_DB": str(warehouse.local / "analytics.duckdb"),
+            "CATALAKE_DBT_SOURCES_DB": str(warehouse.dbt_dir / "target" / "sources.duckdb")}
 
 
 def parsed_with(warehouse: Warehouse) -> Path:

@@ -2,9 +2,10 @@
 macros and settings) copied under the warehouse (`<warehouse>/dbt`), with the files that depend
 on the catalog generated into the copy, so that the analytics run for any catalog, and dbt's
 `target/` and logs stay out of the source tree:
-* `models/sources.yml`: dbt sources read by dbt-duckdb's `delta` plugin from
-  `$CATALAKE_WAREHOUSE/<table>`; `meta.dagster.asset_key` ties each source to its Dagster asset,
-  so every model is downstream of the per-message assets;
+* `models/sources.yml`: dbt sources read by catalake's dbt-duckdb plugin (dbt_delta.py) from
+  `$CATALAKE_WAREHOUSE/<table>`, views in dbt's in-memory `delta_sources` database;
+  `meta.dagster.asset_key` ties each source to its Dagster asset, so every model is downstream
+  of the per-message assets;
 * `macros/catalake_messages.sql`: the list of message tables, for models that cover all of them
   (a macro is known when dbt parses, so `source()` calls in a loop over it record dependencies,
   which a loop over `graph.sources` would not); names and ids as SQL literals.
@@ -27,6 +28,10 @@ from .deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from .message_tables import MessageTable
 
 SOURCES_FILE = Path("models") / "sources.yml"
+# every source a view in the database profiles.yml attaches in memory, read by catalake's plugin;
+# in its `main` schema (dbt-duckdb creates a source's schema in the models' database, not the
+# source's), where tables of the two sources cannot collide: a message table's name has a `__`
+SOURCE_DATABASE = {"database": "delta_sources", "schema": "main", "meta": {"plugin": "catalake_delta"}}
 MACRO_FILE = Path("macros") / "catalake_messages.sql"
 HEADER = "# Generated from the message catalog by catalake (platform/warehouse/dbt_sources.py); do not edit.\n"
 
@@ -43,7 +48,7 @@ def _table(name: str, path: str, description: str, schema: StructType, asset_key
     return {
         "name": name,
         "description": description,
-        "meta": {"delta_table_path": _path(path), "materialization": "table", **meta, "dagster": {"asset_key": asset_key}},
+        "meta": {"delta_table_path": _path(path), **meta, "dagster": {"asset_key": asset_key}},
         "columns": _columns(schema),
     }
 
@@ -58,8 +63,8 @@ def sources_yaml(tables: Sequence[MessageTable]) -> str:
         "version": 2,
         "sources": [
             {"name": "messages", "description": "Per-message Delta tables, one per message definition of the catalog.",
-             "meta": {"plugin": "delta"}, "tables": messages},
-            {"name": "catalake", "description": "The catalog table and the dead-letter table.", "meta": {"plugin": "delta"},
+             **SOURCE_DATABASE, "tables": messages},
+            {"name": "catalake", "description": "The catalog table and the dead-letter table.", **SOURCE_DATABASE,
              "tables": [
                  _table("deadletter", DEADLETTER_TABLE, "Landed records no message table takes, with a reason.",
                         DEADLETTER_SCHEMA, ["deadletter"]),
@@ -104,6 +109,13 @@ def project_files(template: Path, tables: Sequence[MessageTable]) -> dict[Path, 
             files[relative] = text
     files.update(generated_files(tables))
     return files
+
+
+def project_current(template: Path, dest: Path, tables: Sequence[MessageTable]) -> bool:
+    """Whether the project at `dest` is the one `prepare_project` would write now (a release that
+    changed the template, or a changed catalog, makes it stale)."""
+    return all((dest / relative).is_file() and (dest / relative).read_text() == text
+               for relative, text in project_files(template, tables).items())
 
 
 def prepare_project(template: Path, dest: Path, tables: Sequence[MessageTable]) -> Path:
