@@ -376,22 +376,26 @@ def quality_checks(context, warehouse: Path, reported: list, key_of, day: dt.dat
     (no data read again), and the same results stored in the GX context as validation results
     of the partition (the `data_docs` asset renders them; the check links that day's page).
     Returns the seconds spent writing those documents."""
+    from catalake.platform.quality import docsindex
     from catalake.platform.quality.datadocs import day_page, store_validation_result, validation_result_document
     from catalake.platform.quality.validator import SuiteOutcome, pass_outcome
 
-    writing = 0.0
+    writing, documents = 0.0, []
     for table in reported:
         quality = result.quality.get(table.name)
         if quality is None:  # nothing of this message this day
             outcome = SuiteOutcome(table.message.table_name, 0, [], dropped=0)
         else:
             clock = time.perf_counter()
-            stored = store_validation_result(warehouse, validation_result_document(
-                table.name, table.message.table_name, result.partition, context.run_id, quality.results, quality.types,
-                quality.rejected))
+            document = validation_result_document(table.name, table.message.table_name, result.partition,
+                                                  context.run_id, quality.results, quality.types, quality.rejected)
+            stored = store_validation_result(warehouse, document)
+            documents.append((stored, document))
             writing += time.perf_counter() - clock
             outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected,
                                    day_page(warehouse, stored))
         key = key_of[table.name]
         context.log_event(check_evaluation(key, outcome, day.isoformat(), targets.get((key, day.isoformat()))))
-    return round(writing, 3)
+    clock = time.perf_counter()
+    docsindex.record(warehouse, result.partition, documents)  # the day's rows of the data docs' index
+    return round(writing + time.perf_counter() - clock, 3)

@@ -159,45 +159,89 @@ class Validator:
         return self._datasource
 
     def build_partition_docs(self, partitions: Sequence[str]) -> tuple[Path, list[Path], list[Path]]:
-        """Rebuild the data docs pages of some partitions' stored results and the index, and the
-        page of every suite that has none or changed since (the index lists the suites that
-        have a page: all of them, fed that day or not), in one build however many the days.
-        Returns the index, the days' validation pages, and those GX did not write (GX logs a
-        page it fails to render and goes on)."""
-        from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
+        """Render the data docs pages of some partitions' stored results, each day's page, the
+        index, and the page of every suite that has none or changed since, in one build however
+        many the days, at the cost of those days' results whatever the results stored before
+        (docsindex.py). Returns the index, the days' validation pages, and those GX did not write
+        (GX logs a page it fails to render and goes on)."""
+        from .docsindex import index_rows_from_store, read_day
 
-        prefixes = tuple(f"{partition} " for partition in partitions)
-        results = [k for k in self.context.validation_results_store.list_keys()
-                   if isinstance(k, ValidationResultIdentifier) and k.run_id.run_name.startswith(prefixes)]
-        keys = list(results)
+        index_rows_from_store(self.root)  # once, for a warehouse of an earlier release
+        results = [row.identifier() for day in partitions for row in read_day(self.root, day)]
         pages = self.docs_index.parent / "expectations"
+        suites = []
         for key in self.context.expectations_store.list_keys():
             page, stored = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
             if not page.exists() or (stored.exists() and stored.stat().st_mtime > page.stat().st_mtime):
-                keys.append(key)
-        started = time.time() - 1
-        index = self.build_docs(keys)
+                suites.append(key)
+        started = time.time() - 1  # file times may be rounded to the second
+        builder = self._site_builder()
+        _render(builder, results + suites)
         stored = [self.root / VALIDATIONS / Path(*k.to_tuple()).with_suffix(".json") for k in results]
         built = [day_page(self.root, path) for path in stored]
         missing = [p for p in built if not p.exists() or p.stat().st_mtime < started]
         for path, page in zip(stored, built):
             if page not in missing:
                 annotate_page(page, orjson.loads(path.read_bytes()))
-        return index, built, missing
+        written = self._write_index(builder, partitions)
+        site = self.docs_index.parent
+        localize(site, [p for p in [*built, *(pages / f"{k.name}.html" for k in suites), *written]
+                        if p.exists() and p.stat().st_mtime >= started])
+        return self.docs_index, built, missing
 
-    def build_docs(self, keys: Sequence | None = None) -> Path:
-        """Rebuild the data docs site (only the pages of `keys` and the index, when given), the
-        pages built pointing at the site's own copies of their JS/CSS (webassets.py)."""
-        started = time.time() - 1  # file times may be rounded to the second
-        if keys is None:
-            self.context.build_data_docs()
-        else:
-            # a set, not a list: GX tests every stored key's membership in it (a list makes a
-            # build of a month's pages a year in quadratic: 15 s of 38 in its own __eq__)
-            self.context.build_data_docs(resource_identifiers=set(keys))
+    def build_docs(self) -> Path:
+        """The whole data docs site rebuilt: every page GX renders, each day's page and the index
+        (`catalake docs --build`; a run builds its days only, build_partition_docs)."""
+        from .docsindex import days, index_rows_from_store
+
+        started = time.time() - 1
+        self.context.build_data_docs(build_index=False)
+        index_rows_from_store(self.root, again=True)
+        self._write_index(self._site_builder(), days(self.root))
         site = self.docs_index.parent
         localize(site, [p for p in site.rglob("*.html") if p.stat().st_mtime >= started])
         return self.docs_index
+
+    def _site_builder(self):
+        """GX's builder of the context's (one) data docs site, made as `build_data_docs` makes it
+        (GX has no public call that returns it)."""
+        name, config = next(iter(self.context.variables.data_docs_sites.items()))
+        builder = self.context._init_site_builder_for_data_docs_site_creation(site_name=name, site_config=config)
+        if not (self.docs_index.parent / "static").is_dir():
+            builder.target_store.copy_static_assets()
+        return builder
+
+    def _write_index(self, builder, built_days: Sequence[str]) -> list[Path]:
+        """The page of each day of `built_days` and the index, rendered by GX's index renderer and
+        view from the days' kept rows (docsindex.py). Returns the pages written."""
+        from collections import OrderedDict
+
+        from .docsindex import DAY_PAGE, RECENT_DAYS, days, days_panel, read_day, validation_links, with_panel
+
+        index_builder = builder.site_index_builder
+        suites = [{"expectation_suite_name": key.name, "filepath": f"expectations/{key.name}.html"}
+                  for key in sorted(self.context.expectations_store.list_keys(), key=lambda k: k.name)]
+
+        def page(rows, with_suites: bool) -> str:
+            links = OrderedDict(site_name=index_builder.site_name, validations_links=validation_links(rows))
+            if with_suites:
+                links["expectations_links"] = suites
+            rendered = index_builder.renderer_class.render(links)
+            return index_builder.view_class.render(rendered, data_context_id=index_builder.data_context_id,
+                                                   show_how_to_buttons=False)
+
+        every_day = days(self.root)
+        listed = every_day[:RECENT_DAYS]
+        site = self.docs_index.parent
+        written = []
+        for day in built_days:
+            path = site / DAY_PAGE.format(day=day)
+            path.write_text(with_panel(page(read_day(self.root, day), False), days_panel(every_day, [day])),
+                            encoding="utf-8")
+            written.append(path)
+        recent = [row for day in listed for row in read_day(self.root, day)]
+        self.docs_index.write_text(with_panel(page(recent, True), days_panel(every_day, listed)), encoding="utf-8")
+        return [*written, self.docs_index]
 
     # -- GX's own engine, on stored data
     def _checkpoint(self, suite):
@@ -228,6 +272,7 @@ class Validator:
         try:
             checkpoint, batch = self._checkpoint(suite)
             run = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=_run_id(run_name))
+            self._index(run.run_results)
             results = [r for v in run.run_results.values() for r in v.results]
             outcomes = [_outcome(r) for r in results]
             counted = [r.result["element_count"] for r in results if (r.result or {}).get("element_count") is not None]
@@ -239,6 +284,17 @@ class Validator:
             frame.unpersist()
         return SuiteOutcome(suite.name, rows, outcomes, self.docs_index)
 
+    def _index(self, stored_results: dict) -> None:
+        """The rows of results GX's checkpoint stored, in their day's index rows (docsindex.py)."""
+        from .docsindex import day_of, record
+
+        for key in stored_results:
+            path = self.root / VALIDATIONS / Path(*key.to_tuple()).with_suffix(".json")
+            if path.exists():
+                document = orjson.loads(path.read_bytes())
+                if day_of(document):
+                    record(self.root, day_of(document), [(path, document)])
+
     def _examples(self, frame, batch, name: str, failed: list, outcomes: list[ExpectationOutcome]) -> None:
         """A few unexpected values of the failed expectations (not stored, not in the docs)."""
         gx = import_gx()
@@ -249,6 +305,39 @@ class Validator:
         by_key = {_key(r.expectation_config): r.result.get("partial_unexpected_list") or [] for r in result.results}
         for outcome, config in zip([o for o in outcomes if not o.success and o.unexpected_count], failed):
             outcome.examples = [_plain(v) for v in by_key.get(_key(config), [])][:EXAMPLES]
+
+
+class _Listed:
+    """A GX store whose listing is the given keys. GX's section builder lists its whole source
+    store to find the keys it is asked to render, a year of results at every build: handed this,
+    it renders those keys with its own renderer, view and target store, and lists nothing."""
+
+    def __init__(self, store, keys: list):
+        self._store, self._keys = store, keys
+
+    def list_keys(self) -> list:
+        return self._keys
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+
+def _render(builder, keys: Sequence) -> None:
+    """The pages of `keys` (validation results and suites), through GX's section builders."""
+    from great_expectations.data_context.types.resource_identifiers import (ExpectationSuiteIdentifier,
+                                                                            ValidationResultIdentifier)
+
+    kinds = {"expectations": ExpectationSuiteIdentifier, "validations": ValidationResultIdentifier}
+    for name, kind in kinds.items():
+        section, chosen = builder.site_section_builders.get(name), [k for k in keys if isinstance(k, kind)]
+        if section is None or not chosen:
+            continue
+        source = section.source_store
+        section.source_store = _Listed(source, chosen)
+        try:
+            section.build(resource_identifiers=set(chosen))
+        finally:
+            section.source_store = source
 
 
 def _run_id(run_name: str | None):
