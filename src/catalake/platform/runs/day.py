@@ -36,7 +36,8 @@ from ..warehouse.appends import schema_key
 from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
 from ..warehouse.merging import Merge, merge_groups, run_merges
-from ..warehouse.message_tables import MessageTable, sync_message_tables
+from ..warehouse.catalog_table import CATALOG_TABLE, create_catalog_table
+from ..warehouse.message_tables import MessageTable, create_unfed, sync_message_tables
 from ..warehouse.store import Committed, DeltaStore
 from . import ledger, recovery
 from .plan import Plan, new_plan
@@ -280,6 +281,11 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
     touched = _touched(store, tables, merged, writes)
     deadletters = writes is None or DEADLETTER_TABLE in writes
     committed, intervals = _commit_tables(store, tables, merged, touched, deadletters)
+    if writes is None:  # every table a reader of them all opens, on a deployment whose catalog job never ran too
+        created = create_unfed(store, tables) + ([CATALOG_TABLE] if create_catalog_table(store) else [])
+        if created:
+            progress(f"created {len(created)} empty table(s) no run had written yet: {', '.join(created[:5])}"
+                     + (" ..." if len(created) > 5 else ""))
     for name, by_day in committed.items():
         for day, c in by_day.items():
             results[day].versions[name] = c.version

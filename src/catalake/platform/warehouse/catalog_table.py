@@ -142,17 +142,19 @@ def catalog_row(message: MessageDefinition) -> dict:
     }
 
 
+def create_catalog_table(store) -> bool:
+    """`catalog/messages`, created empty if it is not there; True when it was created."""
+    return store.create(CATALOG_TABLE, SCHEMA,
+                        description="The message catalog: one row per (group, message) definition, resolved and normalized.")
+
+
 def write_catalog_table(store, catalog: Catalog) -> dict:
     """Create `catalog/messages` if needed and replace its content when any definition changed.
 
     Returns what changed (added/removed/changed xids) and whether a commit was made; an
     unchanged catalog makes no commit, so re-materializing is idempotent.
     """
-    store.create(
-        CATALOG_TABLE,
-        SCHEMA,
-        description="The message catalog: one row per (group, message) definition, resolved and normalized.",
-    )
+    create_catalog_table(store)
     before = {r["xid"]: r["fingerprint"] for r in store.read_arrow(CATALOG_TABLE).select(["xid", "fingerprint"]).to_pylist()}
     after = {m.xid: m.fingerprint for m in catalog.listed}
     changes = {

@@ -330,3 +330,20 @@ def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> di
     with ThreadPoolExecutor(max(1, min(store.commit_threads, len(changing)))) as pool:
         done = dict(zip([t.name for t in changing], pool.map(apply, changing)))
     return {t.name: done.get(t.name, "unchanged") for t in tables}
+
+
+def create_unfed(store: DeltaStore, tables: Sequence[MessageTable]) -> list[str]:
+    """The tables of `tables` the warehouse has no folder of, created empty with their schema:
+    after a full run every table of the catalog exists, fed or not, so a reader of all of them
+    (the dbt models) finds each, on a deployment whose catalog job never ran too. One listing of
+    the message tables' folder; a table is created once."""
+    import pyarrow.fs as pafs
+
+    folder = store.location.child(MESSAGES_PREFIX.rstrip("/"))
+    listed = folder.filesystem.get_file_info(pafs.FileSelector(folder.path, allow_not_found=True))
+    present = {MESSAGES_PREFIX + info.base_name for info in listed if info.type == pafs.FileType.Directory}
+    missing = [t for t in tables if t.name not in present]
+    if missing:
+        sync_message_tables(store, missing)
+    return [t.name for t in missing]
+
