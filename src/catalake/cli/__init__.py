@@ -63,6 +63,8 @@ def _run_command(sub) -> None:
                      help="with --incremental: commit each table when it is due (CATALAKE_FRESHNESS_SECONDS), "
                           "as the landing sensor's runs do; else every table fed is committed now")
     run.add_argument("--no-analytics", action="store_true", help="skip the dbt build after each partition")
+    run.add_argument("--verbose", action="store_true",
+                     help="print the runs' whole Dagster event stream (by default it stays in the runs' logs and the UI)")
     run.set_defaults(func=runs.run)
 
 def _warehouse_commands(sub) -> None:

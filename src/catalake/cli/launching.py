@@ -22,9 +22,10 @@ class Launcher:
     otherwise `execute_in_process` (the UI then warns that the loaded job may differ). A run of
     a day first waits for the day's runs in progress."""
 
-    def __init__(self, defs, instance, from_code_location: bool):
+    def __init__(self, defs, instance, from_code_location: bool, console: str | None = None):
         self.defs, self.instance = defs, instance
         self.from_code_location = from_code_location and instance.is_persistent
+        self.console = console  # the runs' console log level (progress.py); None: Dagster's default
 
     def reload(self) -> None:
         """The code location loaded again, as the UI's "Reload" does: after a catalog run, with
@@ -50,6 +51,10 @@ class Launcher:
         else:  # a run of no day (the catalog's) waits for nothing, but a dead one is not left STARTED
             pass_dead_runs(self.instance, runs_in_progress(self.instance, job=self.defs.resolve_job_def(job).name), by)
         tags = {**(tags or {}), **owner_tags()}  # this process runs it: known before its plan starts
+        if self.console is not None:
+            from .progress import console_config
+
+            run_config = {**(run_config or {}), **console_config(self.console)}
         if not self.from_code_location:
             # Dagster's execute_in_process runs its own executor, which beats no heartbeat: none to go
             # stale (the run is judged by its process on this host; elsewhere it is taken to live)
@@ -104,11 +109,12 @@ def command_tags(command: str) -> dict[str, str]:
 
 
 @contextmanager
-def launcher(context, code_location: bool | None = None):
+def launcher(context, code_location: bool | None = None, console: str | None = None):
     """The instance (DAGSTER_HOME, else in memory) and a Launcher of the code location's jobs.
     `code_location`: run the jobs of the code location itself (`catalake.definitions`, with the dbt
     analytics; their runs re-executable from the UI); False: of definitions built here without
-    the analytics; None: the code location's when the instance is persistent."""
+    the analytics; None: the code location's when the instance is persistent. `console`: the
+    runs' console log level."""
     import warnings
 
     from catalake.component import build_definitions
@@ -126,7 +132,7 @@ def launcher(context, code_location: bool | None = None):
         else:
             defs = build_definitions(configured=context.configured, analytics=False)
     with runs_of_code_location(instance):  # the UI can re-execute them
-        yield Launcher(defs, instance, from_code_location=code_location), instance
+        yield Launcher(defs, instance, from_code_location=code_location, console=console), instance
 
 
 def _code_location_defs():

@@ -5,6 +5,7 @@ when the catalog changed; an increment is a run of one day."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from catalake.platform import layouts, uris
 from catalake.platform.catalog import CatalogError
@@ -81,6 +82,11 @@ def _catalog_current(instance, context: Context, analytics: bool) -> bool:
             return False
         if not parsed_as_built(configured.warehouse):  # parsed by an earlier release: every build would parse again
             return False
+        from catalake.platform.warehouse.dbt_sources import project_current
+
+        warehouse = configured.warehouse
+        if not project_current(Path(warehouse.dbt_template), warehouse.dbt_dir, tables):  # a release changed the models
+            return False
     return (stored.value == catalog_fingerprint(tables)
             and DeltaTable.is_deltatable(path.value, storage_options=uris.delta_options(path.value))
             and all((suites / f"{t.message.table_name}.json").exists() for t in tables))
@@ -124,7 +130,10 @@ def run(args, context: Context) -> int:
         return 2
     if _needs_spark(settings, days, args.incremental):
         _start_spark(context)
-    with launcher(context, code_location=not args.no_analytics) as (runs, instance):
+    from .progress import QUIET, quiet_warnings
+
+    with quiet_warnings(), launcher(context, code_location=not args.no_analytics,
+                                    console=None if getattr(args, "verbose", False) else QUIET) as (runs, instance):
         return _run_days(args, context, runs, instance, days)
 
 
@@ -148,25 +157,38 @@ def _run_days(args, context: Context, launcher, instance, days) -> int:
         print("catalog unchanged since its last materialization: catalake_job not run", file=sys.stderr)
     else:
         clock = time.perf_counter()
+        print("materializing the catalog (catalake_job)", file=sys.stderr, flush=True)
         catalog_run = launcher.run("catalake_job", tags=cli_tags)
         if not catalog_run.success:
             print("the catalog run failed; see the Dagster UI or the log above", file=sys.stderr)
             return 1
         launcher.reload()  # what the run kept for loads: the dbt project's models, the first day
         catalog_seconds = round(time.perf_counter() - clock, 3)
-    status = 0
-    for span in ranges(days, args.incremental):
-        status |= _run_range(args, context, launcher, span, cli_tags, catalog_seconds)
-        catalog_seconds = 0.0  # counted with the first day only
+    from contextlib import redirect_stdout
+
+    from .progress import Progress
+
+    status, out = 0, sys.stdout
+    spans = ranges(days, args.incremental)
+    # what the runs print (dbt's log) goes to stderr: stdout is the days' results (and --json's)
+    with Progress(spans) as progress, redirect_stdout(sys.stderr):
+        for index, span in enumerate(spans):
+            status |= _run_range(args, context, launcher, span, cli_tags, catalog_seconds, out,
+                                 lambda what, i=index: progress.step(i, what))
+            progress.done(index)
+            catalog_seconds = 0.0  # counted with the first day only
     return status
 
 
-def _run_range(args, context: Context, launcher, span: list, cli_tags: dict, catalog_seconds: float) -> int:
-    """One run of `events_job` over the days of `span` (and its dbt build), each day reported."""
+def _run_range(args, context: Context, launcher, span: list, cli_tags: dict, catalog_seconds: float, out,
+               step) -> int:
+    """One run of `events_job` over the days of `span` (and its dbt build), each day reported on
+    `out`; `step(what)` says which step starts."""
     from catalake.defs.events.assets import CADENCE_TAG, INCREMENTAL_TAG
     from catalake.defs.events.jobs import DAILY_SELECTION
 
     first, last = span[0].isoformat(), span[-1].isoformat()
+    step(f"classifying {len(span)} day(s)" if len(span) > 1 else "classifying")
     run = launcher.run("events_job", first, last=last, asset_selection=DAILY_SELECTION,
                        tags={**cli_tags, **({INCREMENTAL_TAG: "true"} if args.incremental else {}),
                              **({CADENCE_TAG: "true"} if args.incremental and args.cadence else {})})
@@ -187,24 +209,25 @@ def _run_range(args, context: Context, launcher, span: list, cli_tags: dict, cat
         return 1
     status = 0
     if not args.no_analytics:
+        step("dbt build and data docs")
         analytics = launcher.run("analytics_job", first, last=last, tags=cli_tags)
         if not analytics.success:
             print(f"{shown}: dbt build (run {analytics.run_id}) failed", file=sys.stderr)
             status = 1
     for day in span:
-        _report(args, context.settings, day, results[day.isoformat()], run.run_id)
+        _report(args, context.settings, day, results[day.isoformat()], run.run_id, out)
     if spark and not args.json:
         print(f"{shown}: Spark application {spark.get('spark_application')}, Spark UI "
-              f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)")
+              f"{spark.get('spark_ui', 'disabled')} (while the run's session lives)", file=out)
     return status
 
 
-def _report(args, settings: Settings, day, result: dict, run_id: str) -> None:
-    """A day's line: its records and where they went (with --json, its result)."""
+def _report(args, settings: Settings, day, result: dict, run_id: str, out) -> None:
+    """A day's line on `out`: its records and where they went (with --json, its result)."""
     import json
 
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(json.dumps(result, sort_keys=True), file=out)
         return
     dead = sum(result["deadletter"].values())
     if result.get("landing") == "missing":
@@ -215,4 +238,4 @@ def _report(args, settings: Settings, day, result: dict, run_id: str) -> None:
         print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
     print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
           f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
-          f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run_id})")
+          f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run_id})", file=out)
