@@ -13,6 +13,7 @@ from urllib.parse import unquote
 import duckdb
 import pytest
 import yaml
+from deltalake import DeltaTable
 from dagster import DagsterInstance
 
 from catalake.component import build_definitions
@@ -398,3 +399,59 @@ def test_a_range_run_equals_runs_a_day_and_reports_each_day(demo, tmp_path):
             assert ranged.sql(query).fetchall() == one_by_one.sql(query).fetchall(), model
     logged = " ".join(e.message for e in instance.all_logs(analytics.run_id))
     assert "Finished dbt command" in logged and "Unable to do partial parsing" not in logged
+
+
+def test_a_backfill_on_a_fresh_deployment_reads_every_table_though_no_catalog_run_made_them(spark, tmp_path, monkeypatch):
+    """A newcomer's first click: `dagster dev` on a fresh deployment (the code location's state
+    refreshed as it loads, the dbt project prepared; no `catalake_job` run, so no table exists),
+    then a backfill of the partitioned assets: the classification run creates the tables no day
+    fed, empty with their schema, and the dbt build reads every one of them."""
+    from dagster import AssetKey
+
+    from catalake.leases import RANGE_END_TAG, RANGE_START_TAG
+
+    monkeypatch.setenv("DAGSTER_IS_DEV_CLI", "1")
+    warehouse = tmp_path / "warehouse"
+    definitions = build_definitions(Settings(warehouse=warehouse, spark_master="local[2]"))
+    assert definitions.resolve_job_def("analytics_job") and not (warehouse / "messages").exists()
+    instance = DagsterInstance.ephemeral()
+    span = {RANGE_START_TAG: DAYS[0], RANGE_END_TAG: DAYS[-1]}
+    events = definitions.resolve_job_def("events_job").execute_in_process(
+        instance=instance, tags=span, asset_selection=DAILY_SELECTION, raise_on_error=False)
+    analytics = definitions.resolve_job_def("analytics_job").execute_in_process(
+        instance=instance, tags=span, raise_on_error=False)
+    assert events.success and analytics.success, [e.step_failure_data.error.message[-500:] for e in
+                                                  analytics.get_step_failure_events()]
+    unfed = ["bikeshare_docks__dockstatus", "bikeshare_docks_mqtt__batterylow"]
+    assert all(DeltaTable(str(warehouse / "messages" / name)).version() == 0 for name in unfed)  # created, empty
+    with duckdb.connect(str(warehouse / "analytics.duckdb"), read_only=True) as db:
+        counted = dict(db.sql("SELECT table_name, sum(records) FROM events_daily GROUP BY 1").fetchall())
+    assert len(counted) == 7 and not set(unfed) & set(counted)  # the fed tables' records; the unfed read, empty
+    assert instance.get_materialized_partitions(AssetKey("events_daily")) == set(DAYS)
+
+
+def test_the_models_file_holds_the_models_and_every_object_opens_in_a_plain_duckdb(demo):
+    """`analytics.duckdb` as an analyst opens it, in a process of its own: the models' tables and
+    nothing else (no copy of a source, no view over a dataset that lived in dbt's process), each
+    one read; the sources' columns dagster-dbt's lineage needs are kept apart, in dbt's target/."""
+    from dagster import AssetKey
+
+    _, warehouse, runs = demo
+    script = (
+        "import duckdb, json, sys\n"
+        "db = duckdb.connect(sys.argv[1], read_only=True)\n"
+        "objects = db.execute(\"select schema_name, table_name from duckdb_tables() where database_name = 'analytics' \"\n"
+        "                     \"union all select schema_name, view_name from duckdb_views() where not internal\").fetchall()\n"
+        "print(json.dumps({f'{s}.{t}': db.execute(f'select count(*) from \"{s}\".\"{t}\"').fetchall()[0][0] for s, t in objects}))\n")
+    opened = subprocess.run([sys.executable, "-c", script, str(warehouse / "analytics.duckdb")],
+                            capture_output=True, text=True, check=True)
+    counts = json.loads(opened.stdout)
+    assert sorted(counts) == [f"main.{m}" for m in sorted(
+        ["events_daily", "deadletter_daily", "expectation_failures_daily", "catalog_coverage", "ride_lifecycle"])]
+    assert counts["main.ride_lifecycle"] == 24 and counts["main.catalog_coverage"] == 9
+    with duckdb.connect(str(warehouse / "dbt" / "target" / "sources.duckdb"), read_only=True) as kept:
+        tables = {t for (t,) in kept.execute("select table_name from duckdb_tables()").fetchall()}
+    assert {"deadletter", "catalog_messages", "bikeshare_rides__rideended"} <= tables
+    built = {e.asset_key: e.materialization.metadata for e in runs["analytics 2026-11-21"].get_asset_materialization_events()}
+    lineage = built[AssetKey("deadletter_daily")]["dagster/column_lineage"].value
+    assert [(d.asset_key, d.column_name) for d in lineage.deps_by_column["reason"]] == [(AssetKey("deadletter"), "reason")]
