@@ -48,6 +48,14 @@ def test_a_days_build_reads_only_its_days_results_and_the_index_reaches_every_da
     # the failed result shows as failed, read from the kept row
     rows = {r.suite: r for r in docsindex.read_day(tmp_path, DAYS[-1])}
     assert rows["shop_orders__paid"].success is False and rows["shop_orders__created"].success is True
+    # a page is rendered once: the day built again renders only what a new run of it stored
+    rendered = {p: p.stat().st_mtime_ns for p in pages}
+    again = _store_day(tmp_path, DAYS[-1])
+    _, pages_again, missing = Validator(tmp_path).build_partition_docs([DAYS[-1]])
+    assert not missing and len(pages_again) == 4 and all(p.stat().st_mtime_ns == t for p, t in rendered.items())
+    assert {p.parent.parent.name for p in pages_again} == {f"{DAYS[-1]} (run run-{DAYS[-1]})"}
+    assert all(docsindex.IndexRow.of(path, d).key in {r.key for r in docsindex.read_day(tmp_path, DAYS[-1])}
+               for path, d in again)
 
 
 def test_a_warehouse_of_an_earlier_release_gets_its_rows_once_from_the_stored_results(tmp_path):

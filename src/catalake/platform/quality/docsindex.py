@@ -154,10 +154,12 @@ def days_panel(all_days: Sequence[str], listed: Sequence[str]) -> str:
         f"<div><strong>{month}</strong> " + " ".join(
             f'<a href="{DAY_PAGE.format(day=d)}">{d[8:]}</a>' for d in month_days) + "</div>"
         for month, month_days in months.items())
-    shown = f"{listed[-1]} to {listed[0]}" if len(listed) > 1 else (listed[0] if listed else "none")
+    if len(listed) == 1:
+        what = f"the results of {html.escape(listed[0])} (<a href=\"index.html\">the index</a> lists every suite)"
+    else:
+        what = f"the results of the last {len(listed)} days ({html.escape(listed[-1])} to {html.escape(listed[0])})"
     return (f'<div id="catalake-days" class="col-12 p-1"><h6>Validation results by day</h6>'
-            f"<p>The table below lists the results of the last {len(listed)} day(s) ({html.escape(shown)}); "
-            f"each day's page lists that day's.</p>{lines}</div>")
+            f"<p>The table below lists {what}; each day's page lists that day's.</p>{lines}</div>")
 
 
 def with_panel(page_html: str, panel: str) -> str:

@@ -159,15 +159,19 @@ class Validator:
         return self._datasource
 
     def build_partition_docs(self, partitions: Sequence[str]) -> tuple[Path, list[Path], list[Path]]:
-        """Render the data docs pages of some partitions' stored results, each day's page, the
-        index, and the page of every suite that has none or changed since, in one build however
-        many the days, at the cost of those days' results whatever the results stored before
-        (docsindex.py). Returns the index, the days' validation pages, and those GX did not write
-        (GX logs a page it fails to render and goes on)."""
+        """Render the data docs pages of some partitions' stored results that have none yet, each
+        day's page, the index, and the page of every suite that has none or changed since, in one
+        build however many the days, at the cost of those days' results whatever the results
+        stored before (docsindex.py). Returns the index, the days' validation pages, and those GX
+        did not write (GX logs a page it fails to render and goes on)."""
         from .docsindex import index_rows_from_store, read_day
 
         index_rows_from_store(self.root)  # once, for a warehouse of an earlier release
         results = [row.identifier() for day in partitions for row in read_day(self.root, day)]
+        stored = [self.root / VALIDATIONS / Path(*k.to_tuple()).with_suffix(".json") for k in results]
+        built = [day_page(self.root, path) for path in stored]
+        # a stored result never changes: its page is rendered once (a day run again adds its own)
+        new = [(key, path, page) for key, path, page in zip(results, stored, built) if not page.exists()]
         pages = self.docs_index.parent / "expectations"
         suites = []
         for key in self.context.expectations_store.list_keys():
@@ -176,17 +180,15 @@ class Validator:
                 suites.append(key)
         started = time.time() - 1  # file times may be rounded to the second
         builder = self._site_builder()
-        _render(builder, results + suites)
-        stored = [self.root / VALIDATIONS / Path(*k.to_tuple()).with_suffix(".json") for k in results]
-        built = [day_page(self.root, path) for path in stored]
-        missing = [p for p in built if not p.exists() or p.stat().st_mtime < started]
-        for path, page in zip(stored, built):
+        _render(builder, [key for key, _, _ in new] + suites)
+        missing = [page for _, _, page in new if not page.exists() or page.stat().st_mtime < started]
+        for _, path, page in new:
             if page not in missing:
                 annotate_page(page, orjson.loads(path.read_bytes()))
         written = self._write_index(builder, partitions)
         site = self.docs_index.parent
-        localize(site, [p for p in [*built, *(pages / f"{k.name}.html" for k in suites), *written]
-                        if p.exists() and p.stat().st_mtime >= started])
+        localize(site, [p for p in [*(page for _, _, page in new), *(pages / f"{k.name}.html" for k in suites),
+                                    *written] if p.exists() and p.stat().st_mtime >= started])
         return self.docs_index, built, missing
 
     def build_docs(self) -> Path:
