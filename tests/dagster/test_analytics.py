@@ -455,3 +455,25 @@ def test_the_models_file_holds_the_models_and_every_object_opens_in_a_plain_duck
     built = {e.asset_key: e.materialization.metadata for e in runs["analytics 2026-11-21"].get_asset_materialization_events()}
     lineage = built[AssetKey("deadletter_daily")]["dagster/column_lineage"].value
     assert [(d.asset_key, d.column_name) for d in lineage.deps_by_column["reason"]] == [(AssetKey("deadletter"), "reason")]
+
+
+def test_daily_full_runs_checkpoint_the_tables_they_bring_to_their_interval(spark, tmp_path):
+    """A schedule of daily runs and no landing sensor (which asks for `checkpoint_job`): each full
+    run checkpoints the tables its commits brought to their `delta.checkpointInterval`, so a year
+    of days leaves every log bounded for the next run, dbt and the analysts."""
+    warehouse = tmp_path / "warehouse"
+    settings = Settings(warehouse=warehouse, spark_master="local[2]")
+    instance = DagsterInstance.ephemeral()
+    assert build_definitions(settings).resolve_job_def("catalake_job").execute_in_process(instance=instance).success
+    definitions = build_definitions(settings)
+    ended, started = (str(warehouse / "messages" / name) for name in ("bikeshare_rides__rideended",
+                                                                     "bikeshare_rides__ridestarted"))
+    DeltaTable(ended).alter.set_table_properties({"delta.checkpointInterval": "2"})  # version 1
+    for day in DAYS:  # versions 2 and 3
+        assert definitions.resolve_job_def("events_job").execute_in_process(
+            instance=instance, partition_key=day, asset_selection=DAILY_SELECTION).success
+    checkpointed = json.loads((Path(ended) / "_delta_log" / "_last_checkpoint").read_text())["version"]
+    assert checkpointed == 2 and DeltaTable(ended).version() == 3  # day 1 brought it 3 past none; day 2 only 1
+    assert json.loads((warehouse / "_catalake" / "checkpoints.json").read_text()) == {
+        "messages/bikeshare_rides__rideended": 2}
+    assert not (Path(started) / "_delta_log" / "_last_checkpoint").exists()  # 100 versions to go

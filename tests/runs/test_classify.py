@@ -300,8 +300,9 @@ def test_demo_partition_conservation_and_idempotent_rerun(spark, tmp_path):
     sync_message_tables(store, tables)
     landing = DEMO_DIR / "landing"
     first = classify_partition(spark, store, tables, landing, DAY)
-    # nothing but the tables in the warehouse, and the (empty) folder of runs in progress
-    assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["_catalake", "deadletter", "messages"]
+    # nothing but the tables in the warehouse (the catalog's too, empty: no catalog job made it),
+    # and the (empty) folder of runs in progress
+    assert sorted(p.name for p in (tmp_path / "warehouse").iterdir()) == ["_catalake", "catalog", "deadletter", "messages"]
     assert not list((tmp_path / "warehouse" / RUNS_DIR).iterdir())
     assert first.records == 59
     assert first.deadletter == {"malformed_json": 1, "no_match": 1, "schema_violation": 1}

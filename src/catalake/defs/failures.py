@@ -58,3 +58,15 @@ def failing_plainly(step: F) -> F:
         except CatalakeError as exc:
             raise as_failure(exc) from exc
     return result  # type: ignore[return-value]
+
+
+def progress_log(context) -> Callable[[str], None]:
+    """The engine's `progress` for a step: each line in the run's log at INFO, a `Notice` (what a
+    stopped run left, mended) at WARNING, which `catalake run` shows on the terminal too."""
+    from catalake.platform.runs.recovery import Notice
+
+    def progress(message: str) -> None:
+        (context.log.warning if isinstance(message, Notice) else context.log.info)(message)
+
+    return progress
+

@@ -10,7 +10,7 @@ from dagster import (AssetExecutionContext, AssetMaterialization, AssetObservati
 from catalake.platform.config import DAYS_PER_RUN
 
 from ..events.assets import table_location
-from ..failures import failing_plainly
+from ..failures import failing_plainly, progress_log
 from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 
@@ -73,7 +73,7 @@ def build_replay_job(partitions_def: DailyPartitionsDefinition, names: Names = D
         spark, warehouse = resources.spark, resources.warehouse
         tables = resources.catalog_source.tables()
         store = warehouse.store(spark.session)
-        result = replay_partition(spark.session, store, tables, day, progress=context.log.info)
+        result = replay_partition(spark.session, store, tables, day, progress=progress_log(context))
         context.log_event(AssetObservation(asset_key=names.deadletter, partition=context.partition_key, metadata={
             "replayed_dead_letters": result.deadletters, "moved_rows": result.moved_rows,
             "moved": MetadataValue.json(result.moved), "conserved": result.conserved}))

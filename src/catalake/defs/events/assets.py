@@ -15,7 +15,7 @@ from catalake.display import markdown_table
 from catalake.platform import layouts, uris
 from catalake.platform.config import DAYS_PER_RUN
 
-from ..failures import failing_plainly
+from ..failures import failing_plainly, progress_log
 from ..metadata import days_materialized
 from ..names import DEFAULT, Names
 from ..quality.checks import check_evaluation, expectation_check_spec, partitioned_check_spec, run_targets
@@ -131,6 +131,7 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
              only: set[str] | None) -> dict:
     """Each day's result: what landed since the day's last run, for an incremental run of whole
     days (INCREMENTAL_TAG); else the whole days, in one job."""
+    from catalake.platform.maintenance.checkpoints import checkpoint_due
     from catalake.platform.runs.day import classify_days
     from catalake.platform.runs.cadence import EVERY_INCREMENT
     from catalake.platform.runs.increment import classify_increment
@@ -142,13 +143,15 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
             else EVERY_INCREMENT
         return {day: classify_increment(lambda: store.spark, store, tables, landing.root, day,
                                         layout=landing.layout, local_bytes=spark.local_bytes(incremental=True),
-                                        compiled=spark.compiled_path, cadence=cadence, progress=context.log.info)
+                                        compiled=spark.compiled_path, cadence=cadence, progress=progress_log(context))
                 for day in days}
-    return classify_days(
+    results = classify_days(
         lambda: store.spark, store, tables, landing.root, days, only=only, layout=landing.layout,
         local_bytes=spark.local_bytes(incremental=False), target_file_bytes=warehouse.target_file_bytes,
-        compiled=spark.compiled_path, progress=context.log.info,
+        compiled=spark.compiled_path, progress=progress_log(context),
     )
+    checkpoint_due(store, days, progress=context.log.info)  # a year of daily runs leaves bounded logs
+    return results
 
 
 def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of, every_table: bool,

@@ -7,7 +7,8 @@ from the last checkpoint on, so a table committed every minute needs one every s
 checkpoint is due once a table's tip in a recent day's ledger is `delta.checkpointInterval`
 versions past its last checkpoint, as `_catalake/checkpoints.json` records it (the record is this
 module's: a table not in it is taken as never checkpointed). The landing sensor asks for
-`checkpoint_job` when any is due; `catalake maintain` checkpoints every table besides.
+`checkpoint_job` when any is due, a full run checkpoints the tables it brought due
+(`checkpoint_due`), and `catalake maintain` checkpoints every table besides.
 
 A checkpoint costs a load of the log twice (delta-rs 1.6 loads it again to write it), every
 entry since the last checkpoint read twice in each: about 4 GETs per commit, whatever the
@@ -83,6 +84,15 @@ def checkpoint_tables(store: DeltaStore, names: Sequence[str], progress=lambda m
         _save(store.location, {**recorded(store.location), **{c.table: c.version for c in done}})
         progress(f"checkpointed {len(done)} table(s), {sum(c.since for c in done)} version(s) since their last")
     return done
+
+
+def checkpoint_due(store: DeltaStore, days: Sequence[dt.date], progress=lambda message: None) -> list[Checkpointed]:
+    """After a full run of `days`: the tables its commits brought to their interval checkpointed.
+    Daily runs on a schedule, with no landing sensor to ask for `checkpoint_job`, would otherwise
+    leave a table a log entry a day and no checkpoint: a year in, every reader (the next run's
+    commit, dbt's sources, an analyst) replays 365 entries a table. Two small reads a run."""
+    names = due(store.location, days)
+    return checkpoint_tables(store, sorted(names), progress) if names else []
 
 
 def _save(root: Location, record: dict[str, int]) -> None:

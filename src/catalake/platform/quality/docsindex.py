@@ -154,6 +154,8 @@ def days_panel(all_days: Sequence[str], listed: Sequence[str]) -> str:
         f"<div><strong>{month}</strong> " + " ".join(
             f'<a href="{DAY_PAGE.format(day=d)}">{d[8:]}</a>' for d in month_days) + "</div>"
         for month, month_days in months.items())
+    if not listed:
+        return '<div id="catalake-days" class="col-12 p-1"><h6>Validation results by day</h6><p>none yet</p></div>'
     if len(listed) == 1:
         what = f"the results of {html.escape(listed[0])} (<a href=\"index.html\">the index</a> lists every suite)"
     else:

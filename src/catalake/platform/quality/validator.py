@@ -175,8 +175,8 @@ class Validator:
         pages = self.docs_index.parent / "expectations"
         suites = []
         for key in self.context.expectations_store.list_keys():
-            page, stored = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
-            if not page.exists() or (stored.exists() and stored.stat().st_mtime > page.stat().st_mtime):
+            suite_page, suite_file = pages / f"{key.name}.html", self.root / GX_SUITES / f"{key.name}.json"
+            if not suite_page.exists() or (suite_file.exists() and suite_file.stat().st_mtime > suite_page.stat().st_mtime):
                 suites.append(key)
         started = time.time() - 1  # file times may be rounded to the second
         builder = self._site_builder()
@@ -292,10 +292,10 @@ class Validator:
 
         for key in stored_results:
             path = self.root / VALIDATIONS / Path(*key.to_tuple()).with_suffix(".json")
-            if path.exists():
-                document = orjson.loads(path.read_bytes())
-                if day_of(document):
-                    record(self.root, day_of(document), [(path, document)])
+            document = orjson.loads(path.read_bytes()) if path.exists() else {}
+            day = day_of(document)
+            if day:
+                record(self.root, day, [(path, document)])
 
     def _examples(self, frame, batch, name: str, failed: list, outcomes: list[ExpectationOutcome]) -> None:
         """A few unexpected values of the failed expectations (not stored, not in the docs)."""

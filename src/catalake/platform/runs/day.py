@@ -278,14 +278,14 @@ def _commit(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], merge
         progress(f"{day}: {m.records} record(s) classified in {m.tasks} task(s)")
 
     writes = plan.write
-    touched = _touched(store, tables, merged, writes)
-    deadletters = writes is None or DEADLETTER_TABLE in writes
-    committed, intervals = _commit_tables(store, tables, merged, touched, deadletters)
     if writes is None:  # every table a reader of them all opens, on a deployment whose catalog job never ran too
         created = create_unfed(store, tables) + ([CATALOG_TABLE] if create_catalog_table(store) else [])
         if created:
             progress(f"created {len(created)} empty table(s) no run had written yet: {', '.join(created[:5])}"
                      + (" ..." if len(created) > 5 else ""))
+    touched = _touched(store, tables, merged, writes)
+    deadletters = writes is None or DEADLETTER_TABLE in writes
+    committed, intervals = _commit_tables(store, tables, merged, touched, deadletters)
     for name, by_day in committed.items():
         for day, c in by_day.items():
             results[day].versions[name] = c.version

@@ -245,6 +245,11 @@ def remove_orphans(store: DeltaStore, run: str, day: dt.date, names: Sequence[st
     store.remove_uncommitted(run, day, names, keep=keep, committed=committed)
 
 
+class Notice(str):
+    """A progress message a person is shown whatever the log level: what a stopped run or replay
+    left, mended (a Dagster step logs it as a warning, where the rest of its progress is info)."""
+
+
 def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replace: bool,
                 progress=lambda message: None) -> dict[str, int]:
     """Before a partition run (`replace`: it replaces the day's partitions) or a replay of `day`:
@@ -256,7 +261,7 @@ def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replac
     if journal is not None:  # the journal's tables too, should the catalog have dropped one since
         names = list(dict.fromkeys([*names, *(c["table"] for c in journal["commits"])]))
     if journal is not None and replace:  # this run replaces the day's partitions: its commits are moot
-        progress(f"{day}: dropping replay {journal['run']}, which was stopped while it committed")
+        progress(Notice(f"{day}: dropping replay {journal['run']}, which was stopped while it committed"))
         remove_journal(store.location, day)  # first: its files are then orphans of a recorded run
         remove_orphans(store, journal["run"], day, names)
         forget(store.location, journal["run"])
@@ -266,11 +271,11 @@ def recover_day(store: DeltaStore, day: dt.date, names: Sequence[str], *, replac
         remove_orphans(store, journal["run"], day, names)  # its files no commit took (task attempts)
         forget(store.location, journal["run"])
         moved = journal_moves(journal)
-        progress(f"{day}: finished the commits of replay {journal['run']}, which was stopped: "
-                 f"{', '.join(made) or 'none left'} ({sum(moved.values())} row(s) moved)")
+        progress(Notice(f"{day}: finished the commits of replay {journal['run']}, which was stopped: "
+                        f"{', '.join(made) or 'none left'} ({sum(moved.values())} row(s) moved)"))
     for run, days in sorted(crashed_days(store.location, day).items()):
-        progress(f"{day}: removing the uncommitted files of run {run}, whose process is gone"
-                 + (f" (of its {len(days)} days)" if len(days) > 1 else ""))
+        progress(Notice(f"{day}: removing the uncommitted files of run {run}, whose process is gone"
+                        + (f" (of its {len(days)} days)" if len(days) > 1 else "")))
         for each in days:  # all of them: the record goes with this
             remove_orphans(store, run, each, names)
         forget(store.location, run)
