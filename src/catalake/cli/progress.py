@@ -8,6 +8,7 @@ logs and the UI: the runs launched here log to the console at WARNING (`console_
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -40,14 +41,17 @@ class Progress:
         self.ranges, self.stream = ranges, stream or sys.stderr
         self.days = sum(len(r) for r in ranges)
         self.started, self.finished_days = time.monotonic(), 0
-        self._display = None
+        self._display = self._terminal = None
         if self.stream.isatty() and len(ranges) > 1:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Display, TextColumn, TimeElapsedColumn, \
                 TimeRemainingColumn
 
+            # the terminal itself: a run's step captures file descriptors 1 and 2 for its logs, and
+            # what passes through that capture reaches the screen a line at a time
+            self._terminal = os.fdopen(os.dup(self.stream.fileno()), "w", buffering=1)
             self._display = Display(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("days"),
-                                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(file=self.stream),
+                                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(file=self._terminal),
                                     transient=True, redirect_stdout=sys.stdout.isatty(), redirect_stderr=True)
             self._task = self._display.add_task("", total=self.days)
 
@@ -59,6 +63,9 @@ class Progress:
     def __exit__(self, *exc) -> None:
         if self._display is not None:
             self._display.stop()
+            self._terminal.close()
+            print(f"{self.finished_days} of {self.days} days in {time.monotonic() - self.started:.0f} s",
+                  file=self.stream, flush=True)
 
     def _label(self, index: int) -> str:
         span = self.ranges[index]
@@ -68,7 +75,7 @@ class Progress:
     def step(self, index: int, what: str) -> None:
         text = f"{self._label(index)}: {what}"
         if self._display is not None:
-            self._display.update(self._task, description=text)
+            self._display.update(self._task, description=text, refresh=True)
         else:
             print(text, file=self.stream, flush=True)
 
@@ -77,7 +84,7 @@ class Progress:
         elapsed = time.monotonic() - self.started
         left = elapsed / self.finished_days * (self.days - self.finished_days)
         if self._display is not None:
-            self._display.update(self._task, completed=self.finished_days)
+            self._display.update(self._task, completed=self.finished_days, refresh=True)
         elif len(self.ranges) > 1:
             print(f"{self._label(index)}: done; {self.finished_days} of {self.days} days in {elapsed:.0f} s"
                   + (f", about {left:.0f} s to go" if left else ""), file=self.stream, flush=True)

@@ -6,8 +6,9 @@ tables: 365,000 results read at every build). catalake keeps, per day, the row e
 results has in the index (`gx/uncommitted/data_docs_days/<day>.json`, written as the results are
 stored), and builds:
 * the day's own page, `day-<day>.html` beside the index: GX's index page of that day's results;
-* the index: GX's index page of every suite and of the results of the last `RECENT_DAYS` days,
-  with a panel linking every day's page (a directory listing: no result is read).
+* the index: GX's index page of every suite and of the results of the last `RECENT_DAYS` days
+  (as many as fit in `INDEX_ROWS` rows), with a panel linking every day's page (a directory
+  listing: no result is read).
 The rows are what GX's index builder reads from each result; rendering stays GX's own
 (`SiteIndexPageRenderer` and its view, validator.py).
 """
@@ -26,7 +27,8 @@ import orjson
 from ..config import VALIDATIONS
 
 DAYS = Path("gx") / "uncommitted" / "data_docs_days"  # one JSON file of index rows per day
-RECENT_DAYS = 7  # the days whose results the index lists itself (GX's `validation_results_limit`, by day)
+RECENT_DAYS = 7  # the days whose results the index lists itself (GX's `validation_results_limit`, by day),
+INDEX_ROWS = 1000  # as many of them as fit in this many rows (the newest day whatever its rows)
 DAY_PAGE = "day-{day}.html"
 FROM_STORE = ".rows-from-stored-results"  # marks the one reading of a warehouse's results before this release
 PANEL_ANCHOR = '<div id="section-1-content-block-2" class="col-12 ge-index-page-tabs-container" >'

@@ -218,7 +218,7 @@ class Validator:
         view from the days' kept rows (docsindex.py). Returns the pages written."""
         from collections import OrderedDict
 
-        from .docsindex import DAY_PAGE, RECENT_DAYS, days, days_panel, read_day, validation_links, with_panel
+        from .docsindex import DAY_PAGE, INDEX_ROWS, RECENT_DAYS, days, days_panel, read_day, validation_links, with_panel
 
         index_builder = builder.site_index_builder
         suites = [{"expectation_suite_name": key.name, "filepath": f"expectations/{key.name}.html"}
@@ -233,7 +233,13 @@ class Validator:
                                                    show_how_to_buttons=False)
 
         every_day = days(self.root)
-        listed = every_day[:RECENT_DAYS]
+        listed, recent = [], []
+        for day in every_day[:RECENT_DAYS]:  # the newest days, as many as the index's rows allow
+            rows = read_day(self.root, day)
+            if listed and len(recent) + len(rows) > INDEX_ROWS:
+                break
+            listed.append(day)
+            recent += rows
         site = self.docs_index.parent
         written = []
         for day in built_days:
@@ -241,7 +247,6 @@ class Validator:
             path.write_text(with_panel(page(read_day(self.root, day), False), days_panel(every_day, [day])),
                             encoding="utf-8")
             written.append(path)
-        recent = [row for day in listed for row in read_day(self.root, day)]
         self.docs_index.write_text(with_panel(page(recent, True), days_panel(every_day, listed)), encoding="utf-8")
         return [*written, self.docs_index]
 
