@@ -9,8 +9,8 @@ whole builds of the last day's docs:
   day's page and the index, from the kept rows;
 * gx: what the asset did before, GX's own `build_data_docs` of the day's results (its section
   builders list the store; its index builder reads every stored result);
-each on a store of 1 day (day 1's cost) and of `--days` days, the pages of the day removed before
-each build so both render the same pages. JSON lines.
+each on a store of 1 day (`one_day`) and of `--days` days (`every_day`), the day's pages removed
+before each build so both render the same pages. JSON lines.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="catalake-datadocs-"))
     days = [(dt.date(2026, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(args.days)]
-    for name, stored in (("day_1", days[:1]), ("a_month_in", days)):
+    for name, stored in (("one_day", days[:1]), ("every_day", days)):
         local = work / name
         shutil.rmtree(local, ignore_errors=True)
         clock = time.perf_counter()
