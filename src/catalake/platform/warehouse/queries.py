@@ -5,6 +5,8 @@ and queries over the tables by those names:
 from __future__ import annotations
 
 import os
+import re
+from typing import Iterable
 
 from deltalake import DeltaTable
 from pyarrow import fs as pafs
@@ -40,30 +42,48 @@ def warehouse_tables(root: str | os.PathLike | Location) -> dict[str, str]:
     return found
 
 
-def register_tables(spark: SparkSession, store: DeltaStore) -> dict[str, str]:
-    """Every warehouse table as a Spark temporary view under its SQL name."""
-    tables = warehouse_tables(store.location)
+def named_tables(root: str | os.PathLike | Location, names: Iterable[str]) -> dict[str, str]:
+    """SQL name -> warehouse table, for those of `names` that name one: each checked on its own,
+    so a query costs the tables it names, not a listing and a check of every table."""
+    root = Location.of(root)
+    options = root.delta_options()
+    fixed = {analyst_name(t): t for t in (CATALOG_TABLE, DEADLETTER_TABLE)}
+    found = {}
+    for name in dict.fromkeys(names):
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            continue  # not one of ours: a table's SQL name is made of these (names.py)
+        table = fixed.get(name, MESSAGES_PREFIX + name)
+        if DeltaTable.is_deltatable(root.child(*table.split("/")).uri, storage_options=options):
+            found[name] = table
+    return found
+
+
+def register_tables(spark: SparkSession, store: DeltaStore, query: str | None = None) -> dict[str, str]:
+    """The warehouse tables as Spark temporary views under their SQL names: those `query` names
+    (its words), or every one."""
+    tables = warehouse_tables(store.location) if query is None else named_tables(store.location, _words(query))
     for name, table in tables.items():
         store.read(table).createOrReplaceTempView(name)
     return tables
+
+
+def _words(query: str) -> list[str]:
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)
 
 
 def duckdb_sql(warehouse: str | Location, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of a DuckDB query over the warehouse tables it names, each read as the
     Arrow dataset of its current Delta snapshot (deltalake; no JVM, object storage included).
     Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline."""
-    import re
-
     import duckdb
 
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
     warehouse = Location.of(warehouse)
     options = warehouse.delta_options()
     with duckdb.connect() as con:
-        for name, table in warehouse_tables(warehouse).items():
-            if name in words:
-                location = warehouse.child(*table.split("/"))
-                con.register(name, snapshot_dataset(DeltaTable(location.uri, storage_options=options), location))
+        # the tables the query names, as DuckDB's parser finds them (a CTE's name is not one)
+        for name, table in named_tables(warehouse, con.get_table_names(query)).items():
+            location = warehouse.child(*table.split("/"))
+            con.register(name, snapshot_dataset(DeltaTable(location.uri, storage_options=options), location))
         result = con.sql(query)
         if result is None:
             return [], []
@@ -71,5 +91,5 @@ def duckdb_sql(warehouse: str | Location, query: str, limit: int | None = None) 
 
 
 def sql(spark: SparkSession, store: DeltaStore, query: str) -> DataFrame:
-    register_tables(spark, store)
+    register_tables(spark, store, query)
     return spark.sql(query)
