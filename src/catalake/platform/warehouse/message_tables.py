@@ -333,10 +333,10 @@ def sync_message_tables(store: DeltaStore, tables: Sequence[MessageTable]) -> di
 
 
 def create_unfed(store: DeltaStore, tables: Sequence[MessageTable]) -> list[str]:
-    """The tables of `tables` the warehouse has no folder of, created empty with their schema:
-    after a full run every table of the catalog exists, fed or not, so a reader of all of them
-    (the dbt models) finds each, on a deployment whose catalog job never ran too. One listing of
-    the message tables' folder; a table is created once."""
+    """The tables of `tables` the warehouse has no folder of, created empty with their schema (a
+    full run's, before its commits): every table of the catalog then exists, fed or not, so a
+    reader of all of them (the dbt models) finds each, on a deployment whose catalog job never
+    ran too. One listing of the message tables' folder; a table is created once."""
     import pyarrow.fs as pafs
 
     folder = store.location.child(MESSAGES_PREFIX.rstrip("/"))
