@@ -399,6 +399,8 @@ def quality_checks(context, warehouse: Path, reported: list, key_of, day: dt.dat
                                    day_page(warehouse, stored))
         key = key_of[table.name]
         context.log_event(check_evaluation(key, outcome, day.isoformat(), targets.get((key, day.isoformat()))))
-    clock = time.perf_counter()
-    docsindex.record(warehouse, result.partition, documents)  # the day's rows of the data docs' index
-    return round(writing + time.perf_counter() - clock, 3)
+    if documents:
+        clock = time.perf_counter()
+        docsindex.record(warehouse, result.partition, documents)  # the day's rows of the data docs' index
+        writing += time.perf_counter() - clock
+    return round(writing, 3)

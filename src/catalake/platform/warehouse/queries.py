@@ -47,21 +47,20 @@ def named_tables(root: str | os.PathLike | Location, names: Iterable[str]) -> di
     so a query costs the tables it names, not a listing and a check of every table."""
     root = Location.of(root)
     options = root.delta_options()
-    fixed = {analyst_name(t): t for t in (CATALOG_TABLE, DEADLETTER_TABLE)}
+    fixed = {analyst_name(t): t for t in (CATALOG_TABLE, DEADLETTER_TABLE)}  # analyst_name's inverse
     found = {}
     for name in dict.fromkeys(names):
         if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-            continue  # not one of ours: a table's SQL name is made of these (names.py)
+            continue  # not one of ours: a table's SQL name is made of these (MessageDefinition.table_name)
         table = fixed.get(name, MESSAGES_PREFIX + name)
         if DeltaTable.is_deltatable(root.child(*table.split("/")).uri, storage_options=options):
             found[name] = table
     return found
 
 
-def register_tables(spark: SparkSession, store: DeltaStore, query: str | None = None) -> dict[str, str]:
-    """The warehouse tables as Spark temporary views under their SQL names: those `query` names
-    (its words), or every one."""
-    tables = warehouse_tables(store.location) if query is None else named_tables(store.location, _words(query))
+def register_tables(spark: SparkSession, store: DeltaStore, query: str) -> dict[str, str]:
+    """The warehouse tables `query` names (its words) as Spark temporary views under their SQL names."""
+    tables = named_tables(store.location, _words(query))
     for name, table in tables.items():
         store.read(table).createOrReplaceTempView(name)
     return tables
