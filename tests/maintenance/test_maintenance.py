@@ -11,6 +11,8 @@ import math
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.dataset as pads
 import pytest
 from deltalake import DeltaTable
 
@@ -19,11 +21,13 @@ from catalake.platform.maintenance import compact_day, vacuum_warehouse
 from catalake.platform.runs import recovery
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.runs.increment import classify_increment
+from catalake.platform.warehouse.commit import commit_statistics
 from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
-from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
+from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile, WrittenFile
 from catalake.platform.warehouse.merging import file_bound, merge_groups
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
 from catalake.platform.warehouse.queries import warehouse_tables
+from catalake.platform.warehouse.statistics import STATS_COLUMNS_PROPERTY
 from catalake.platform.warehouse.store import DeltaStore
 from support.paths import DEMO_DIR
 from support.runs import no_spark
@@ -229,6 +233,78 @@ def test_catalake_maintain_compacts_a_day_and_vacuums_with_a_dry_run_first(tmp_p
     assert sum(v["files"] for v in vacuumed) == sum(c["files_before"] for c in compacted)
     assert table_hashes(store.root) == before
     assert main(["maintain"]) == 2 and "say what" in capsys.readouterr().err
+
+
+def every_live_file_carries_statistics(store: DeltaStore) -> bool:
+    """Whether each table's every live file has column statistics, and its properties name them."""
+    for name in [*names(store), "catalog/messages"]:
+        with_stats, live = store.statistics_coverage(name)
+        if with_stats != live or not DeltaTable(store.path(name)).metadata().configuration.get(STATS_COLUMNS_PROPERTY):
+            return False
+    return True
+
+
+def as_an_older_release_left_it(store: DeltaStore) -> None:
+    """Each table's live files re-added with their row counts only, and no stats columns named:
+    the log of a warehouse written before catalake recorded column statistics."""
+    for name in names(store):
+        table = DeltaTable(store.path(name))
+        table.alter.set_table_properties({STATS_COLUMNS_PROPERTY: ""})
+        actions = pa.table(table.get_add_actions(flatten=False)).to_pylist()
+        files = [WrittenFile(a["path"], a["size_bytes"], {k: str(v) for k, v in a["partition"].items()}, a["num_records"])
+                 for a in actions]
+        commit_statistics(store.table_location(name), table, files)
+    assert all(store.statistics_coverage(n)[0] == 0 for n in names(store))
+
+
+def test_every_commit_carries_column_statistics_a_run_an_increment_and_a_compaction(tmp_path, demo):
+    store = a_day_of_increments(tmp_path, demo)
+    assert every_live_file_carries_statistics(store)
+    assert compact_day(None, store, names(store), DAY, target=TARGET)
+    assert every_live_file_carries_statistics(store)
+    # what a reader sees: the hour's files by `time`, nothing else opened
+    rides = "messages/bikeshare_rides__rideended"
+    dataset = DeltaTable(store.path(rides)).to_pyarrow_dataset()
+    times = dataset.to_table(columns=["time"]).column("time").to_pylist()
+    hour = pa.scalar(max(times) + dt.timedelta(hours=1), pa.timestamp("us", "UTC"))
+    assert list(dataset.get_fragments(filter=pads.field("time") >= hour)) == []
+    assert len(list(dataset.get_fragments(filter=pads.field("time") >= pa.scalar(max(times), hour.type)))) >= 1
+
+
+def test_catalake_maintain_records_the_statistics_an_older_warehouse_lacks_changing_no_row(tmp_path, demo, monkeypatch,
+                                                                                          capsys):
+    from catalake.cli import main
+
+    store = a_day_of_increments(tmp_path, demo, pieces=3)
+    as_an_older_release_left_it(store)
+    before = table_hashes(store.root)
+    for key, value in {"CATALAKE_WAREHOUSE": store.root, "CATALAKE_LANDING": str(tmp_path / "landing"),
+                       "CATALAKE_ENGINE": "local"}.items():
+        monkeypatch.setenv(key, value)
+    assert main(["maintain", "--statistics", "--json"]) == 0
+    recorded = {a["table"]: a for a in json.loads(capsys.readouterr().out)["statistics"]}
+    assert all(recorded[n]["files"] == recorded[n]["live_files"] for n in names(store))
+    assert sum(recorded[n]["files"] for n in names(store)) > len(names(store))
+    assert every_live_file_carries_statistics(DeltaStore(no_spark, store.root, "delta-rs", master="local[2]"))
+    assert table_hashes(store.root) == before
+    history = DeltaTable(store.path(names(store)[0])).history(1)[0]
+    assert history["catalake.operation"] == "statistics"
+    assert main(["maintain", "--statistics"]) == 0  # again: nothing left to record
+    assert "statistics: recorded for 0 file(s) in 0 of" in capsys.readouterr().out
+
+
+def test_statistics_recorded_beside_a_compaction_never_bring_back_a_file_it_removed(tmp_path, demo):
+    store = a_day_of_increments(tmp_path, demo, pieces=3)
+    as_an_older_release_left_it(store)
+    before = table_hashes(store.root)
+    name = "messages/bikeshare_rides__rideended"
+    missing = store.files_without_statistics(name)
+    stale = DeltaTable(store.path(name))  # the snapshot the statistics pass read
+    assert compact_day(None, store, [name], DAY, target=TARGET)  # meanwhile: the files merged and removed
+    commit_statistics(store.table_location(name), stale, [f._replace(stats=None) for f in missing])
+    assert table_hashes(store.root) == before
+    live = {f.path for f in store.partition_files(name, PARTITION_COLUMN, DAY)}
+    assert not live & {f.path for f in missing}
 
 
 def test_the_maintenance_job_reports_each_table_and_the_sensor_asks_for_it_when_increments_pile_up(tmp_path, demo):

@@ -104,7 +104,8 @@ def _deadletter_commands(sub) -> None:
 
 def _maintain_command(sub) -> None:
     """`catalake maintain`."""
-    mt = sub.add_parser("maintain", help="compact days' table-partitions into files of the target size; vacuum the warehouse")
+    mt = sub.add_parser("maintain", help="compact days' table-partitions into files of the target size; vacuum the warehouse; "
+                                           "record missing column statistics")
     mt_when = mt.add_mutually_exclusive_group()
     mt_when.add_argument("--date", help="compact this day's partitions (YYYY-MM-DD)")
     mt_when.add_argument("--from", dest="start", help="first day of a range to compact")
@@ -115,6 +116,9 @@ def _maintain_command(sub) -> None:
                     help="delete the files no version inside retention references, and trim the Delta logs")
     mt.add_argument("--retention-hours", type=float, default=None,
                     help="keep removed files this long for time travel (default CATALAKE_RETENTION_HOURS, 168)")
+    mt.add_argument("--statistics", action="store_true",
+                    help="record column statistics for the files written without them (a warehouse of an older "
+                         "release): one commit per table, no row changed")
     mt.add_argument("--dry-run", action="store_true", help="--vacuum: print what would be deleted, delete nothing")
     mt.add_argument("--json", action="store_true", help="print the result as one JSON object")
     mt.set_defaults(func=maintenance.maintain)

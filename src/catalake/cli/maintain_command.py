@@ -1,5 +1,5 @@
-"""`catalake maintain`: compact days' table-partitions, vacuum the warehouse (the same steps as
-`maintenance_job`, in this process)."""
+"""`catalake maintain`: compact days' table-partitions, vacuum the warehouse, record the column
+statistics of files written without them (the same steps as `maintenance_job`, in this process)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,21 @@ from .usage import UsageError
 
 def maintain(args, context: Context) -> int:
     """Compact the partitions of `--date`/`--from..--to` (each table whose files exceed one per
-    target size) and, with `--vacuum`, delete what no version inside retention needs."""
-    from catalake.platform.maintenance import compact_day, vacuum_warehouse
+    target size); with `--vacuum`, delete what no version inside retention needs; with
+    `--statistics`, record the column statistics of files written without them."""
+    from catalake.platform.maintenance import analyze_warehouse, compact_day, vacuum_warehouse
     from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.warehouse.queries import warehouse_tables
 
-    if not (args.date or args.start or args.vacuum):
-        raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, or both")
+    if not (args.date or args.start or args.vacuum or args.statistics):
+        raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, "
+                         "--statistics to record missing column statistics, or several")
     if args.dry_run and not args.vacuum:
         raise UsageError("maintain: --dry-run goes with --vacuum (a compaction is either made or not)")
     settings, store = context.settings, context.store
     names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
     spark = None if settings.engine == "local" else (lambda: context.spark)
-    report: dict = {"compacted": [], "vacuumed": []}
+    report: dict = {"compacted": [], "vacuumed": [], "statistics": []}
     days = usage.days(args) if (args.date or args.start) else []
     _pass_dead_runs(days)
     for day in days:
@@ -37,6 +39,14 @@ def maintain(args, context: Context) -> int:
                   f"{sum(c.files_after for c in merged)} file(s), {sum(c.bytes_before for c in merged)} -> "
                   f"{sum(c.bytes_after for c in merged)} bytes; {len(done) - len(merged)} skipped"
                   + "".join(f"\n  {c.table}: skipped: {c.skipped}" for c in done if c.skipped))
+    if args.statistics:
+        analyzed = analyze_warehouse(store, [*names, CATALOG_TABLE])
+        report["statistics"] = [a.as_json() for a in analyzed]
+        if not args.json:
+            done = [a for a in analyzed if a.files]
+            print(f"statistics: recorded for {sum(a.files for a in done)} file(s) in {len(done)} of {len(analyzed)} "
+                  f"table(s); every live file now carries them"
+                  + "".join(f"\n  {a.table}: {a.files} of {a.live_files} file(s) (version {a.version})" for a in done))
     if args.vacuum:
         hours = settings.retention_hours if args.retention_hours is None else args.retention_hours
         if hours < 0:

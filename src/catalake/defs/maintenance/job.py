@@ -29,6 +29,9 @@ class MaintenanceConfig(Config):
     vacuum: bool = True  # delete what no version inside retention needs, trim the Delta logs
     retention_hours: float | None = None  # default CATALAKE_RETENTION_HOURS (168)
     dry_run: bool = False  # vacuum: only say what would go
+    # record column statistics for the files written without them (a warehouse of an older
+    # release; every commit since carries them): off by default, it loads every table's log
+    statistics: bool = False
 
 
 def build_maintenance_job(partitions_def, names: Names = DEFAULT):
@@ -54,6 +57,8 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
 
         if config.compact:
             _compact(context, config, resources, store, tables, key_of)
+        if config.statistics:
+            _statistics(context, store, [*tables, CATALOG_TABLE], key_of)
         if config.vacuum:
             _vacuum(context, config, resources.warehouse, store, [*tables, CATALOG_TABLE], key_of)
 
@@ -84,6 +89,21 @@ def _compact(context: OpExecutionContext, config: MaintenanceConfig, resources, 
     context.log.info(f"{day}: compacted {sum(1 for c in done if not c.skipped)} table-partition(s): "
                      f"{sum(c.files_before for c in done)} -> {sum(c.files_after for c in done)} file(s); "
                      f"{sum(1 for c in done if c.skipped)} skipped")
+
+
+def _statistics(context: OpExecutionContext, store, tables: list[str], key_of) -> None:
+    """Column statistics recorded for the files without them, each table given them an
+    observation of its asset."""
+    from catalake.platform.maintenance import analyze_warehouse
+
+    analyzed = analyze_warehouse(store, tables, progress=context.log.info)
+    for a in analyzed:
+        if a.files:
+            context.log_event(AssetObservation(asset_key=key_of(a.table), metadata={
+                "statistics_recorded_files": a.files, "live_files": a.live_files,
+                "delta_version": a.version}))
+    context.log.info(f"statistics: recorded for {sum(a.files for a in analyzed)} file(s) in "
+                     f"{sum(1 for a in analyzed if a.files)} of {len(analyzed)} table(s)")
 
 
 def _vacuum(context: OpExecutionContext, config: MaintenanceConfig, warehouse, store, tables: list[str],

@@ -19,13 +19,14 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 from ..runs import recovery
 from ..spark import is_session
 from ..warehouse.commit import Conflict
 from ..warehouse.files import PARTITION_COLUMN, PartFile
-from ..warehouse.merging import DRIVER_MERGE_BYTES, Merge, merge_bytes, merge_groups, run_merges
+from ..warehouse.merging import DRIVER_MERGE_BYTES, Merge, merge_bytes, merge_groups, run_merges, time_order
 from ..warehouse.store import DeltaStore
 
 
@@ -100,7 +101,7 @@ def _plans(store: DeltaStore, held: list[str], day: dt.date, run: str, target: i
         if found is None or len(found[1]) < min_files:
             continue
         version, files = found
-        groups = merge_groups(files, target)
+        groups = merge_groups(files, target, partial(time_order, store.location, name))
         if groups:
             plans[name] = (version, files, [Merge(name, g, f"{folder}/part-{run}-compacted-{count + i}.zstd.parquet")
                                             for i, g in enumerate(groups)])

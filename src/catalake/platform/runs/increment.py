@@ -230,11 +230,11 @@ def _commit_due(store: DeltaStore, plan: Plan, tables: Sequence[MessageTable], m
 
 def _staged(f, landed: float) -> dict:
     """A written file as the ledger stages it."""
-    return {"path": f.path, "size": f.size, "rows": f.rows, "landed": landed}
+    return {"path": f.path, "size": f.size, "rows": f.rows, "landed": landed, "stats": f.stats}
 
 
 def _files(staged: list[dict]) -> list[PartFile]:
-    return [PartFile(f["path"], f["size"], f["rows"]) for f in staged]
+    return [PartFile(f["path"], f["size"], f["rows"], f.get("stats")) for f in staged]
 
 
 def _committed_before(store: DeltaStore, plan: Plan, names: list[str], app: str, n: int) -> set[str]:

@@ -201,7 +201,7 @@ def journal_moves(journal: dict) -> dict[str, int]:
     before it said so, the rows its appends add."""
     if "moved" in journal:
         return dict(journal["moved"])
-    return {f"rolled forward -> {c['table']}": sum(rows for _, _, rows in c["files"])
+    return {f"rolled forward -> {c['table']}": sum(f[2] for f in c["files"])
             for c in journal["commits"] if c["mode"] == "append" and c["files"]}
 
 

@@ -44,6 +44,7 @@ from deltalake import DeltaTable
 from ..uris import Location
 from .commit import COMMIT_KEY
 from .files import WrittenFile
+from .statistics import rows_only
 
 CHECKPOINT_INTERVAL = 100  # Delta's default delta.checkpointInterval
 # writer features that ask nothing of a blind append of files in the table's schema
@@ -135,7 +136,7 @@ def append(root: Location, table_location: Location, tip: Tip, files: Sequence[W
 def log_entry(files: Sequence[WrittenFile], transaction: tuple[str, int] | None, commit_key: str,
               read_version: int) -> bytes:
     """A blind append's commit file: `commitInfo`, the application transaction, one `add` per
-    file (paths percent-encoded as delta-rs writes them, row counts as their statistics)."""
+    file (paths percent-encoded as delta-rs writes them, each with its column statistics)."""
     now = int(time.time() * 1000)
     actions: list[dict] = [{"commitInfo": {
         "timestamp": now, "operation": "WRITE", "operationParameters": {"mode": "Append"},
@@ -145,7 +146,7 @@ def log_entry(files: Sequence[WrittenFile], transaction: tuple[str, int] | None,
         actions.append({"txn": {"appId": transaction[0], "version": transaction[1], "lastUpdated": now}})
     actions += [{"add": {"path": quote(f.path, safe="/="), "partitionValues": f.partition_values, "size": f.size,
                          "modificationTime": now, "dataChange": True,
-                         "stats": json.dumps({"numRecords": f.num_records})}} for f in files]
+                         "stats": f.stats or rows_only(f.num_records)}} for f in files]
     return b"".join(json.dumps(action, separators=(",", ":")).encode() + b"\n" for action in actions)
 
 

@@ -142,6 +142,10 @@ class Backend(ABC):
         """Evolve the table to `schema` in one metadata-only commit."""
 
     @abstractmethod
+    def set_properties(self, location: Location, table: DeltaTable, properties: dict[str, str]) -> None:
+        """Set table properties in one metadata-only commit (`table`: its snapshot)."""
+
+    @abstractmethod
     def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         """Write `df` (aligned with the table) in one commit: appended (`mode` "append"), or
         replacing the whole table or the partition in `replace` ("overwrite")."""
@@ -179,6 +183,10 @@ class DeltaSparkBackend(Backend):
             self.session().createDataFrame([], schema).write.format("delta")
             .mode("append").option("mergeSchema", "true").save(location.uri)
         )
+
+    def set_properties(self, location: Location, table: DeltaTable, properties: dict[str, str]) -> None:
+        settings = ", ".join(f"{string(k)} = {string(v)}" for k, v in properties.items())
+        self.session().sql(f"ALTER TABLE delta.`{location.uri}` SET TBLPROPERTIES ({settings})")
 
     def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         writer = df.write.format("delta").mode(mode)
@@ -228,6 +236,9 @@ class DeltaRsBackend(Backend):
     def add_columns(self, location: Location, schema: StructType) -> None:
         write_deltalake(location.uri, arrow_schema_with_metadata(schema).empty_table(), mode="append", schema_mode="merge",
                         storage_options=self.options, post_commithook_properties=NO_HOOKS)
+
+    def set_properties(self, location: Location, table: DeltaTable, properties: dict[str, str]) -> None:
+        table.alter.set_table_properties(properties, post_commithook_properties=NO_HOOKS)
 
     def write(self, df: DataFrame, location: Location, partition_by: list[str], mode: str, replace: dict | None) -> None:
         files = write_files(df, location, partition_by)

@@ -30,6 +30,7 @@ from deltalake.transaction import AddAction, RemoveAction
 from ..errors import AlreadyCommitted, Conflict, StorageError
 from ..uris import Location
 from .files import WrittenFile, partition_value, remove_files
+from .statistics import rows_only
 
 COMMIT_ATTEMPTS = 10  # a commit that keeps losing the race to other writers fails after these
 COMMIT_KEY = "catalake.commit"  # names a commit in the log's commitInfo, to find its version
@@ -166,7 +167,7 @@ def _add_actions(files: list[WrittenFile], now: int) -> list[AddAction]:
             partition_values=f.partition_values,
             modification_time=now,
             data_change=True,
-            stats=json.dumps({"numRecords": f.num_records}),
+            stats=f.stats or rows_only(f.num_records),
         )
         for f in files
     ]
@@ -208,7 +209,7 @@ def commit_compaction(root: Location, removed: list[WrittenFile], added: list[Wr
                             partition_values=f.partition_values)
                for f in removed]
     actions += [AddAction(path=f.path, size=f.size, partition_values=f.partition_values, modification_time=now,
-                          data_change=False, stats=json.dumps({"numRecords": f.num_records}))
+                          data_change=False, stats=f.stats or rows_only(f.num_records))
                 for f in added]
     commit = uuid.uuid4().hex
     read_version = table.version()
@@ -220,3 +221,44 @@ def commit_compaction(root: Location, removed: list[WrittenFile], added: list[Wr
     except CommitFailedError as exc:
         raise Conflict(f"{root.uri}: {str(exc).splitlines()[0]}") from None
     return _committed_version(table, commit, read_version)
+
+
+def commit_statistics(root: Location, table: DeltaTable, files: list[WrittenFile]) -> int:
+    """Driver side: one Delta transaction that adds `files` again, each already in `table`'s
+    snapshot, with their column statistics and `dataChange: false`, as Databricks' `ANALYZE ...
+    COMPUTE DELTA STATISTICS` does: a path added again replaces its add action, no row changes.
+    delta-rs checks such a commit as a blind append, so a file another writer removed meanwhile
+    (a full run's overwrite, a compaction) would be made live again: those are removed again in
+    one more commit (``_remove_concurrent``'s way). Returns the version of the statistics."""
+    now = int(time.time() * 1000)
+    actions = [AddAction(path=f.path, size=f.size, partition_values=f.partition_values, modification_time=now,
+                         data_change=False, stats=f.stats or rows_only(f.num_records)) for f in files]
+    commit = uuid.uuid4().hex
+    read_version = table.version()
+    table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                   partition_by=list(table.metadata().partition_columns) or None,
+                                   commit_properties=CommitProperties(custom_metadata={
+                                       COMMIT_KEY: commit, "catalake.operation": "statistics"}),
+                                   post_commithook_properties=NO_HOOKS)
+    version = _committed_version(table, commit, read_version)
+    removed = _removed_between(root, read_version, version) & {f.path for f in files}
+    if removed:
+        now = int(time.time() * 1000)
+        table.create_write_transaction(
+            [RemoveAction(path=f.path, data_change=False, deletion_timestamp=now, size=f.size,
+                          partition_values=f.partition_values) for f in files if f.path in removed],
+            mode="append", schema=table.schema(), partition_by=list(table.metadata().partition_columns) or None,
+            post_commithook_properties=NO_HOOKS)
+    return version
+
+
+def _removed_between(root: Location, after: int, before: int) -> set[str]:
+    """The paths the log's versions `after + 1 .. before - 1` removed."""
+    removed: set[str] = set()
+    for between in range(after + 1, before):
+        with root.filesystem.open_input_stream(f"{root.path}/_delta_log/{between:020d}.json") as log:
+            for line in log.read().splitlines():
+                action = json.loads(line).get("remove")
+                if action:
+                    removed.add(unquote(action["path"]))
+    return removed

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 from .. import uris
 from ..uris import Location
 from .arrowschemas import arrow_schema
+from .statistics import stats_json
 
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
 PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
@@ -37,11 +38,13 @@ PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
 
 class PartFile(NamedTuple):
     """A Parquet file an executor wrote into a table's partition folder. It travels in a task's
-    JSON summary and a replay's journal as `[path, size, rows]` (a named tuple is written as a list)."""
+    JSON summary and a replay's journal as `[path, size, rows, stats]` (a named tuple is written
+    as a list; a journal of an older release has no stats)."""
 
     path: str  # relative to the table root
     size: int
     rows: int
+    stats: str | None = None  # the add action's `stats` from the file's footer (statistics.py)
 
 
 class WrittenFile(NamedTuple):
@@ -51,6 +54,7 @@ class WrittenFile(NamedTuple):
     size: int
     partition_values: dict[str, str | None]
     num_records: int
+    stats: str | None = None  # the add action's `stats` (statistics.py); None: the row count only
 
 
 def partition_value(value) -> str | None:
@@ -79,13 +83,15 @@ def write_files(df: DataFrame, root: Location, partition_by: list[str]) -> list[
             folder = os.path.relpath(os.path.dirname(info.path), f"{base}/{staging}")
             parts = [] if folder == "." else folder.split("/")
             values = {k: (None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)) for k, v in (x.split("=", 1) for x in parts)}
-            rows = pq.read_metadata(info.path, filesystem=filesystem).num_rows
+            footer = pq.read_metadata(info.path, filesystem=filesystem)
+            rows = footer.num_rows
             if rows == 0:
                 continue  # Spark writes an empty file for an empty unpartitioned DataFrame
             rel = "/".join([*parts, f"part-{uuid.uuid4().hex}.zstd.parquet"])
             uris.make_folders(filesystem, os.path.dirname(f"{base}/{rel}"))
             filesystem.move(info.path, f"{base}/{rel}")
-            written.append(WrittenFile(path=rel, size=info.size, partition_values=values, num_records=rows))
+            written.append(WrittenFile(path=rel, size=info.size, partition_values=values, num_records=rows,
+                                       stats=stats_json(footer)))
     except BaseException:
         remove_files(root, written)
         raise
@@ -107,7 +113,7 @@ def _write_files_remote(df: DataFrame, root: Location, partition_by: list[str]) 
     except BaseException:
         _remove_write(root, write_id)
         raise
-    written = [WrittenFile(rel, size, values, n) for r in rows for rel, size, n, values in json.loads(r["files"])]
+    written = [WrittenFile(rel, size, values, n, stats) for r in rows for rel, size, n, values, stats in json.loads(r["files"])]
     _remove_write(root, write_id, keep={f.path for f in written})
     return written
 
@@ -115,7 +121,7 @@ def _write_files_remote(df: DataFrame, root: Location, partition_by: list[str]) 
 def _remote_writer(root: Location, partition_by: list[str], schema: pa.Schema, write_id: str):
     """The function of a remote write's Spark job: a task's rows into one Parquet file per
     partition value it meets, named by the write, the task and its attempt; yields the files'
-    `[path, size, rows, partition values]` as JSON."""
+    `[path, size, rows, partition values, stats]` as JSON."""
     def write(batches):
         from pyspark import TaskContext
 
@@ -123,6 +129,7 @@ def _remote_writer(root: Location, partition_by: list[str], schema: pa.Schema, w
         context = TaskContext.get()
         task = f"{context.partitionId()}-{context.attemptNumber()}" if context is not None else "0-0"
         open_files: dict[tuple, list] = {}  # partition values -> [writer, stream, relative path, rows]
+        footers: dict[tuple, str] = {}
         try:
             for batch in batches:
                 for key, part in _partition_groups(pa.Table.from_batches([batch]), partition_by):
@@ -133,10 +140,11 @@ def _remote_writer(root: Location, partition_by: list[str], schema: pa.Schema, w
                     entry[0].write_table(part.select(schema.names).cast(schema))
                     entry[3] += part.num_rows
         finally:
-            for writer, stream, _, _ in open_files.values():
+            for key, (writer, stream, _, _) in open_files.items():
                 writer.close()
                 stream.close()
-        written = [[rel, filesystem.get_file_info(f"{base}/{rel}").size, rows, dict(zip(partition_by, key))]
+                footers[key] = stats_json(writer.writer.metadata)
+        written = [[rel, filesystem.get_file_info(f"{base}/{rel}").size, rows, dict(zip(partition_by, key)), footers[key]]
                    for key, (_, _, rel, rows) in open_files.items()]
         yield pa.record_batch([pa.array([json.dumps(written)])], names=["files"])
 
@@ -209,13 +217,13 @@ class PartFiles:
                     writer.write_table(part)
                     rows += part.num_rows
             size = out.tell()
-        self.files.setdefault(table, []).append(PartFile(rel, size, rows))
+        self.files.setdefault(table, []).append(PartFile(rel, size, rows, stats_json(writer.writer.metadata)))
 
     def remove_written(self) -> None:
         for table, files in self.files.items():
-            for rel, _, _ in files:
+            for written in files:
                 try:
-                    self.filesystem.delete_file("/".join([self.base.rstrip("/"), *table.split("/"), rel]))
+                    self.filesystem.delete_file("/".join([self.base.rstrip("/"), *table.split("/"), written.path]))
                 except OSError:
                     pass
         self.files = {}

@@ -26,6 +26,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 from pyarrow import fs as pafs
@@ -37,10 +38,11 @@ from ..errors import StorageError
 from ..sql import ident
 from ..uris import Location
 from .appends import Tip, append, honoured, new_commit_key, tip_of
-from .arrowschemas import schema_value
+from .arrowschemas import arrow_schema, schema_value
 from .backends import backend_for, backend_without_session, choose_backend, spark_schema
-from .commit import AlreadyCommitted, commit, commit_compaction
+from .commit import AlreadyCommitted, commit, commit_compaction, commit_statistics
 from .files import PARTITION_COLUMN, PartFile, WrittenFile, partition_value, read_snapshot, remove_files
+from .statistics import stats_json, table_properties
 
 # Delta's default: increments append at the tip without loading the log (appends.py), and a
 # checkpoint costs about 4 requests a commit whatever the interval (maintenance/checkpoints.py),
@@ -173,16 +175,32 @@ class DeltaStore:
             return False
         if not location.remote:
             os.makedirs(location.path, exist_ok=True)
-        if not self._backend.create(location, name, schema, partition_by, description, TABLE_PROPERTIES):
+        properties = {**TABLE_PROPERTIES, **table_properties(arrow_schema(schema), partition_by)}
+        if not self._backend.create(location, name, schema, partition_by, description, properties):
             # another run of the day created it first: checked as above
             return self.create(name, schema, partition_by, description)
         return True
 
     def add_columns(self, name: str, schema: StructType) -> None:
         """Evolve the table to `schema` (its columns plus new nullable ones, at any depth) in one
-        metadata-only commit. Which changes are allowed is decided before (platform.evolution)."""
+        metadata-only commit. Which changes are allowed is decided before (platform.evolution).
+        The new columns' leaves become stats columns where the bound leaves room (one more
+        commit of the table's properties)."""
         self._forget(name)
-        self._backend.add_columns(self.table_location(name), schema)
+        location = self.table_location(name)
+        self._backend.add_columns(location, schema)
+        self.update_stats_columns(name, schema)
+
+    def update_stats_columns(self, name: str, schema: StructType | None = None) -> bool:
+        """Record the table's stats columns (statistics.py) in its properties when they are not
+        what its schema makes them; returns whether a commit was made."""
+        table = self._table(name)
+        wanted = table_properties(arrow_schema(schema or spark_schema(table)), table.metadata().partition_columns)
+        if all(table.metadata().configuration.get(k) == v for k, v in wanted.items()):
+            return False
+        self._forget(name)
+        self._backend.set_properties(self.table_location(name), table, wanted)
+        return True
 
     # -- writes
     def append(self, name: str, df: DataFrame) -> None:
@@ -244,8 +262,8 @@ class DeltaStore:
         commit: a run of a range of days commits each table once. The files are removed when the
         commit fails, unless `keep_on_failure`. Returns, per value, the new version and the
         partition's rows and files in the table as loaded after the commit (no log read again)."""
-        written = [WrittenFile(path, size, {column: partition_value(value)}, rows)
-                   for value, part in files.items() for path, size, rows in part]
+        written = [WrittenFile(f.path, f.size, {column: partition_value(value)}, f.rows, f.stats)
+                   for value, part in files.items() for f in map(_part_file, part)]
         location = self.table_location(name)
         try:
             table = self._table(name)
@@ -276,8 +294,8 @@ class DeltaStore:
         Returns the new version and the partition's rows as loaded after the commit, or None when
         another writer committed that transaction first (this one's files removed)."""
         values = {column: partition_value(value)}
-        own = [WrittenFile(path, size, values, rows) for path, size, rows in files]
-        written = [WrittenFile(path, size, values, rows) for path, size, rows in staged] + own
+        own = [WrittenFile(f.path, f.size, values, f.rows, f.stats) for f in map(_part_file, files)]
+        written = [WrittenFile(f.path, f.size, values, f.rows, f.stats) for f in map(_part_file, staged)] + own
         location = self.table_location(name)
         try:
             version, table, reloaded = commit(location, written, [column], None, overwrite=False, transaction=transaction,
@@ -308,7 +326,7 @@ class DeltaStore:
         (nothing written: the caller commits through delta-rs)."""
         values = {column: partition_value(value)}
         new = append(self.location, self.table_location(name), tip,
-                     [WrittenFile(path, size, values, rows) for path, size, rows in files], transaction,
+                     [WrittenFile(f.path, f.size, values, f.rows, f.stats) for f in files], transaction,
                      new_commit_key())
         if new is not None:
             self._forget(name)
@@ -342,6 +360,54 @@ class DeltaStore:
                                                partitions.field(column).to_pylist())
                 if partition_value(v) == value]
 
+    def statistics_coverage(self, name: str) -> tuple[int, int]:
+        """(live files whose add action carries column statistics, live files)."""
+        missing, files = self._without_statistics(name)
+        return files - len(missing), files
+
+    def files_without_statistics(self, name: str) -> list[WrittenFile]:
+        """The live files whose add action carries no column statistics (only `numRecords`, or
+        nothing): files written before catalake recorded them, or by another writer."""
+        return self._without_statistics(name)[0]
+
+    def _without_statistics(self, name: str) -> tuple[list[WrittenFile], int]:
+        actions = pa.table(self._table(name).get_add_actions(flatten=False))
+        if not actions.num_rows:
+            return [], 0
+        count = actions.num_rows
+        nulls = actions.column("null_count").to_pylist() if "null_count" in actions.column_names else [None] * count
+        partitions = actions.column("partition").to_pylist() if "partition" in actions.column_names else [None] * count
+        listed = actions.select(["path", "size_bytes", "num_records"]).to_pydict()
+        return [WrittenFile(unquote(path), int(size), {k: partition_value(v) for k, v in (values or {}).items()},
+                            None if rows is None else int(rows))
+                for path, size, rows, counted, values in zip(listed["path"], listed["size_bytes"],
+                                                             listed["num_records"], nulls, partitions)
+                if not counted], count
+
+    def add_statistics(self, name: str, files: Sequence[WrittenFile], threads: int = 8) -> int | None:
+        """Record the column statistics of `files` (live files of the table, from
+        `files_without_statistics`) in one commit that adds each again with them and
+        `dataChange: false`; each is read from the file's Parquet footer. A footer whose row
+        count is not the log's is refused (StorageError naming the file): no row may change.
+        Returns the version, or None when there was nothing to do."""
+        if not files:
+            return None
+        location = self.table_location(name)
+        partition_by = self._table(name).metadata().partition_columns
+
+        def footer(f: WrittenFile) -> WrittenFile:
+            metadata = pq.read_metadata(location.child(f.path).path, filesystem=location.filesystem)
+            if f.num_records is not None and metadata.num_rows != f.num_records:
+                raise StorageError(f"{name}: {f.path} holds {metadata.num_rows} rows, its add action says "
+                                   f"{f.num_records}; its statistics are not recorded")
+            return f._replace(num_records=metadata.num_rows, stats=stats_json(metadata, partition_by))
+
+        with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:  # a footer is a request or two each
+            analyzed = list(pool.map(footer, files))
+        table = self._table(name)
+        self._forget(name)
+        return commit_statistics(location, table, analyzed)
+
     def replace_files(self, name: str, removed: Sequence[PartFile], added: Sequence[PartFile], column: str, value,
                       read_version: int, operation: dict[str, str]) -> int:
         """A compaction's commit: `added` (already written into the partition, merged from
@@ -351,7 +417,7 @@ class DeltaStore:
         removed; so is it on any failure. Within `loaded_once` the snapshot loaded at
         `read_version` serves the commit and is then the current one (no log loaded again)."""
         values = {column: partition_value(value)}
-        written = [WrittenFile(f.path, f.size, values, f.rows) for f in added]
+        written = [WrittenFile(f.path, f.size, values, f.rows, f.stats) for f in added]
         location = self.table_location(name)
         try:
             loaded = self._loaded.get(name) if self._loaded is not None else None
@@ -523,6 +589,11 @@ def _committed(version: int, table: DeltaTable, column: str, value) -> Committed
     """A commit's version, with the partition's rows and files in the snapshot it left loaded
     (from the per-file statistics of its log: no data read)."""
     return Committed(version, *_partition_counts(table, column).get(partition_value(value), (0, 0)))
+
+
+def _part_file(value) -> PartFile:
+    """A PartFile, or one as a task's summary or a journal lists it (`[path, size, rows, stats]`)."""
+    return value if isinstance(value, PartFile) else PartFile(*value)
 
 
 def _rows(files: Sequence[WrittenFile]) -> int | None:
