@@ -55,6 +55,9 @@ def test_definitions_load_one_asset_per_message_definition():
     assert columns["data"].type.startswith("struct<ride_id:string,bike_id:string")
     assert columns["city"].description == "Value of the uritemplate placeholder {city}."
     assert spec.metadata["dagster/table_name"] == "bikeshare_rides_kafka__ridestarted"
+    # the columns a filter can rule files out by, as the table's property names them
+    stats = spec.metadata["stats_columns"]
+    assert stats.startswith("2") and "time, " in stats and "data.ride_id" in stats and "kafka_headers" not in stats
 
 
 def test_an_invalid_catalog_still_loads_the_code_location(tmp_path):

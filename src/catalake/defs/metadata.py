@@ -19,6 +19,17 @@ def column_schema(schema) -> TableSchema:
     )
 
 
+def stats_columns(schema) -> str:
+    """The columns whose statistics every commit of the table records (a pyspark StructType;
+    the table property `delta.dataSkippingStatsColumns`): what a filter can rule files out by."""
+    from catalake.platform.warehouse.arrowschemas import arrow_schema
+    from catalake.platform.warehouse.files import PARTITION_COLUMN
+    from catalake.platform.warehouse.statistics import stats_columns_property, stats_columns as columns
+
+    names = stats_columns_property(columns(arrow_schema(schema), [PARTITION_COLUMN])).split(",")
+    return f"{len(names)}: " + ", ".join(names)
+
+
 def code_version(*modules: str) -> str:
     """A version of the code that computes an asset: a hash of the source files of its modules,
     named as imported (every module of a package), so it changes exactly when that code does

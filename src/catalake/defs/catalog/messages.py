@@ -18,7 +18,7 @@ from catalake.platform.schemas import keys
 from catalake.platform.warehouse.message_tables import MessageTable, message_table, message_tables, table_fingerprint
 from catalake.resources import CatalogSource, Configured, at_load
 
-from ..metadata import code_version, column_schema
+from ..metadata import code_version, column_schema, stats_columns
 from ..names import DEFAULT, Names
 
 
@@ -98,6 +98,7 @@ def message_spec(message: MessageDefinition, catalog: Catalog, configured: Confi
         "protocol": protocol or "any",
         "placeholders": ", ".join(message.placeholders) or "none",
         "dagster/column_schema": column_schema(table.schema),
+        "stats_columns": stats_columns(table.schema),
         "path": MetadataValue.path(location),
     }
     if table.data_schema is not None:
@@ -143,7 +144,8 @@ def deadletter_spec(configured: Configured, names: Names = DEFAULT) -> AssetSpec
         group_name=names.group_of("events"),
         kinds={"spark", "delta"},
         deps=[names.catalog],
-        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "dagster/table_name": DEADLETTER_TABLE,
+        metadata={"dagster/column_schema": column_schema(DEADLETTER_SCHEMA), "stats_columns": stats_columns(DEADLETTER_SCHEMA),
+                  "dagster/table_name": DEADLETTER_TABLE,
                   "dagster/uri": uris.as_uri(location)},
         tags={"layer": "messages"},
         owners=[as_owner(o) for o in configured.catalog_source.owners],

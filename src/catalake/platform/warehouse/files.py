@@ -229,14 +229,17 @@ class PartFiles:
         self.files = {}
 
 
-def snapshot_dataset(table, location: Location, **options):
+def snapshot_dataset(table, location: Location):
     """A Delta table's snapshot (`table`, a `deltalake.DeltaTable` at `location`) as a pyarrow
-    dataset read through pyarrow's own filesystem. deltalake's default reads through a Python
+    dataset whose files a filter rules out by the log's statistics (datasets.pruned_dataset),
+    read through pyarrow's own filesystem. deltalake's default reads through a Python
     filesystem handler (`DeltaStorageHandler`) called from Arrow's I/O threads, which outlive the
     interpreter: a process that read a table that way aborted at exit about one time in four
     here (`terminate called without an active exception`, exit 134, its work done; delta-rs
-    issue 2184). `options` go to `to_pyarrow_dataset` (partitions, schema...)."""
-    return table.to_pyarrow_dataset(filesystem=_rooted(location), **options)
+    issue 2184)."""
+    from .datasets import pruned_dataset
+
+    return pruned_dataset(table, location)
 
 
 def read_snapshot(table, location: Location, columns: list[str] | None = None, partitions=None, filters=None) -> pa.Table:
