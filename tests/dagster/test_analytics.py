@@ -239,6 +239,13 @@ def test_readme_query_in_duckdb_and_polars(in_demo_folder, engine):
     assert [tuple(r) for r in namespace["result"]] == _documented_result()
 
 
+def test_readme_notebook_block_answers_in_duckdb_polars_and_spark(in_demo_folder):
+    namespace: dict = {}
+    exec(_readme_blocks()["notebook"], namespace)  # noqa: S102 - the README's own code block
+    for engine in ("in_duckdb", "in_polars", "in_spark"):
+        assert [tuple(r) for r in namespace[engine]] == _documented_result(), engine
+
+
 def test_catalake_tables_and_docs_commands(in_demo_folder):
     env = {**os.environ, "CATALAKE_WAREHOUSE": str(in_demo_folder / "warehouse")}
     tables = subprocess.run([sys.executable, "-m", "catalake.cli", "tables"], capture_output=True, text=True, env=env, timeout=120)

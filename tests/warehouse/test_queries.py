@@ -1,19 +1,8 @@
 """A query over the warehouse costs the tables it names (platform/warehouse/queries.py): DuckDB's
 parser says which, and only those are looked up and read."""
 
-import pyarrow as pa
-from deltalake import write_deltalake
-
 from catalake.platform.warehouse.queries import duckdb_sql, named_tables
-
-
-def _warehouse(root):
-    write_deltalake(str(root / "messages" / "shop__orders"), pa.table({"id": ["a", "b", "c"], "amount": [1, 2, 3]}))
-    write_deltalake(str(root / "deadletter"), pa.table({"reason": ["no_match"]}))
-    broken = root / "messages" / "shop__broken" / "_delta_log"
-    broken.mkdir(parents=True)
-    (broken / "00000000000000000000.json").write_text("{ not a delta log")  # read, it fails the query
-    return root
+from support.tables import small_warehouse as _warehouse  # shop__broken: read, it fails the query
 
 
 def test_only_the_tables_a_query_names_are_looked_up(tmp_path):

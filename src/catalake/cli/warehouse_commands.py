@@ -13,10 +13,12 @@ from .usage import UsageError
 
 
 def tables(args, context: Context) -> int:
-    """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars)."""
+    """The warehouse's tables under their SQL names (Spark SQL, dbt sources, DuckDB, Polars), each
+    with its Delta version and how many of its live files carry column statistics."""
     from deltalake import DeltaTable
 
     from catalake.platform.warehouse.queries import warehouse_tables
+    from catalake.platform.warehouse.store import statistics_coverage
 
     warehouse = context.settings.warehouse
     tables = warehouse_tables(warehouse)
@@ -24,9 +26,16 @@ def tables(args, context: Context) -> int:
         print(f"no Delta tables under {warehouse} (run `catalake run` first)", file=sys.stderr)
         return 1
     options = uris.delta_options(warehouse)
-    rows = [[name, uris.join(warehouse, table), DeltaTable(uris.join(warehouse, table), storage_options=options).version()]
-            for name, table in tables.items()]
-    print(text_table(["table", "path", "delta version"], rows))
+    rows, lacking = [], 0
+    for name, table in tables.items():
+        delta = DeltaTable(uris.join(warehouse, table), storage_options=options)
+        with_statistics, live = statistics_coverage(delta)
+        lacking += with_statistics < live
+        rows.append([name, uris.join(warehouse, table), delta.version(), f"{with_statistics}/{live} files"])
+    print(text_table(["table", "path", "delta version", "statistics"], rows))
+    if lacking:
+        print(f"{lacking} table(s) have files without column statistics (a filter cannot skip those): "
+              "run `catalake maintain --statistics` to record them")
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable
+from typing import Container, Iterable
 
 from deltalake import DeltaTable
 from pyarrow import fs as pafs
@@ -58,31 +58,41 @@ def named_tables(root: str | os.PathLike | Location, names: Iterable[str]) -> di
     return found
 
 
+def tables_in_words(root: str | os.PathLike | Location, query: str) -> dict[str, str]:
+    """SQL name -> warehouse table, for the words of `query` that name one: how a query is read
+    where no parser says which names are tables (Spark SQL, Polars SQL)."""
+    return named_tables(root, re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
+
+
 def register_tables(spark: SparkSession, store: DeltaStore, query: str) -> dict[str, str]:
     """The warehouse tables `query` names (its words) as Spark temporary views under their SQL names."""
-    tables = named_tables(store.location, _words(query))
+    tables = tables_in_words(store.location, query)
     for name, table in tables.items():
         store.read(table).createOrReplaceTempView(name)
     return tables
 
 
-def _words(query: str) -> list[str]:
-    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)
+def register_duckdb(con, warehouse: str | os.PathLike | Location, query: str,
+                    registered: Container[str] = ()) -> dict[str, str]:
+    """Register on DuckDB connection `con` the warehouse tables `query` names, as DuckDB's parser
+    finds them (a CTE's name is none), but those in `registered`: each as the Arrow dataset of its
+    current Delta snapshot (deltalake; no JVM, object storage included), under its SQL name.
+    Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline.
+    Returns SQL name -> warehouse table of those it registered."""
+    warehouse = Location.of(warehouse)
+    tables = named_tables(warehouse, [n for n in con.get_table_names(query) if n not in registered])
+    for name, table in tables.items():
+        location = warehouse.child(*table.split("/"))
+        con.register(name, snapshot_dataset(DeltaTable(location.uri, storage_options=warehouse.delta_options()), location))
+    return tables
 
 
 def duckdb_sql(warehouse: str | Location, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
-    """(columns, rows) of a DuckDB query over the warehouse tables it names, each read as the
-    Arrow dataset of its current Delta snapshot (deltalake; no JVM, object storage included).
-    Not DuckDB's `delta` extension: it is downloaded at first use, which fails offline."""
+    """(columns, rows) of a DuckDB query over the warehouse tables it names (`register_duckdb`)."""
     import duckdb
 
-    warehouse = Location.of(warehouse)
-    options = warehouse.delta_options()
     with duckdb.connect() as con:
-        # the tables the query names, as DuckDB's parser finds them (a CTE's name is not one)
-        for name, table in named_tables(warehouse, con.get_table_names(query)).items():
-            location = warehouse.child(*table.split("/"))
-            con.register(name, snapshot_dataset(DeltaTable(location.uri, storage_options=options), location))
+        register_duckdb(con, warehouse, query)
         result = con.sql(query)
         if result is None:
             return [], []

@@ -112,7 +112,12 @@ def _timestamp(raw: int, unit: str, utc: bool, up: bool) -> str | None:
         moment = EPOCH + dt.timedelta(milliseconds=ms)
     except OverflowError:
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}" + ("Z" if utc else "")
+    # the year in four digits, as ISO 8601 and Delta Spark write it: strftime's %Y gives "999"
+    # for the year 999 (and "1" for Go's zero time), which no reader parses and which sorts after
+    # "2026" where file_statistics combines row groups by min()/max() of these strings: a file with
+    # such a row group got a later minimum than its rows, and readers skipped it (issue 72)
+    return (f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+            + ("Z" if utc else ""))
 
 
 def _bound(stats, type_: pa.DataType, up: bool):

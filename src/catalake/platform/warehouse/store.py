@@ -362,27 +362,12 @@ class DeltaStore:
 
     def statistics_coverage(self, name: str) -> tuple[int, int]:
         """(live files whose add action carries column statistics, live files)."""
-        missing, files = self._without_statistics(name)
-        return files - len(missing), files
+        return statistics_coverage(self._table(name))
 
     def files_without_statistics(self, name: str) -> list[WrittenFile]:
         """The live files whose add action carries no column statistics (only `numRecords`, or
         nothing): files written before catalake recorded them, or by another writer."""
-        return self._without_statistics(name)[0]
-
-    def _without_statistics(self, name: str) -> tuple[list[WrittenFile], int]:
-        actions = pa.table(self._table(name).get_add_actions(flatten=False))
-        if not actions.num_rows:
-            return [], 0
-        count = actions.num_rows
-        nulls = actions.column("null_count").to_pylist() if "null_count" in actions.column_names else [None] * count
-        partitions = actions.column("partition").to_pylist() if "partition" in actions.column_names else [None] * count
-        listed = actions.select(["path", "size_bytes", "num_records"]).to_pydict()
-        return [WrittenFile(unquote(path), int(size), {k: partition_value(v) for k, v in (values or {}).items()},
-                            None if rows is None else int(rows))
-                for path, size, rows, counted, values in zip(listed["path"], listed["size_bytes"],
-                                                             listed["num_records"], nulls, partitions)
-                if not counted], count
+        return without_statistics(self._table(name))[0]
 
     def add_statistics(self, name: str, files: Sequence[WrittenFile], threads: int = 8) -> int | None:
         """Record the column statistics of `files` (live files of the table, from
@@ -568,6 +553,30 @@ class Committed:
     version: int
     rows: int | None  # the partition's rows after the commit (None: a file without statistics)
     files: int = 0  # the partition's files after the commit
+
+
+def statistics_coverage(table: DeltaTable) -> tuple[int, int]:
+    """(live files whose add action carries column statistics, live files) of a table's snapshot:
+    what `catalake tables` shows and `catalake maintain --statistics` completes."""
+    missing, files = without_statistics(table)
+    return files - len(missing), files
+
+
+def without_statistics(table: DeltaTable) -> tuple[list[WrittenFile], int]:
+    """(the live files whose add action carries no column statistics, the number of live files):
+    a file without them has a null `null_count` in delta-rs' add actions."""
+    actions = pa.table(table.get_add_actions(flatten=False))
+    if not actions.num_rows:
+        return [], 0
+    count = actions.num_rows
+    nulls = actions.column("null_count").to_pylist() if "null_count" in actions.column_names else [None] * count
+    partitions = actions.column("partition").to_pylist() if "partition" in actions.column_names else [None] * count
+    listed = actions.select(["path", "size_bytes", "num_records"]).to_pydict()
+    return [WrittenFile(unquote(path), int(size), {k: partition_value(v) for k, v in (values or {}).items()},
+                        None if rows is None else int(rows))
+            for path, size, rows, counted, values in zip(listed["path"], listed["size_bytes"],
+                                                         listed["num_records"], nulls, partitions)
+            if not counted], count
 
 
 def _partition_counts(table: DeltaTable, column: str) -> dict[str, tuple[int | None, int]]:
