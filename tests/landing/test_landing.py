@@ -31,7 +31,7 @@ def classify(root, tmp_path):
     result = classifier.run("0.0", pieces)
     import pyarrow.parquet as pq
 
-    rows = [r for rel, _, _ in result.files.get("deadletter", [])
+    rows = [r for rel, *_ in result.files.get("deadletter", [])
             for r in pq.read_table(tmp_path / "warehouse" / "deadletter" / rel).to_pylist()]
     return result, rows
 
@@ -161,6 +161,35 @@ def test_the_plan_reads_every_landed_byte_exactly_once(tmp_path):
     small = str(day / "small.jsonl")
     assert tiling_faults(files, tasks + [[Piece(small)]]) == [f"{small}: read 2 times"]
     assert tiling_faults(files + [files[0]], tasks) == [f"{files[0].path}: listed 2 times"]
+
+
+def test_each_task_reads_the_next_stretch_of_the_day_in_path_order_with_even_bytes(tmp_path):
+    """Landed paths sort by arrival: each task reads the next run of pieces in path order (so
+    that the files it writes hold the events of that stretch of the day, not of the whole day),
+    with bytes within one piece of the even share; a file larger than a task's share is cut and
+    its pieces follow one another."""
+    import random
+
+    from catalake.platform.landing.planning import tiling_faults
+
+    day = tmp_path / "landing" / DAY.isoformat()
+    rng = random.Random(72)
+    for minute in range(0, 24 * 60, 12):  # a sink's file every 12 minutes, busier by day, one burst
+        hour = day / f"hour={minute // 60:02d}"
+        hour.mkdir(parents=True, exist_ok=True)
+        lines = 900 if minute == 14 * 60 else rng.randrange(5, 40) * (3 if 8 <= minute // 60 < 20 else 1)
+        (hour / f"part-{minute:04d}.jsonl").write_text("".join(event(minute * 1000 + k) + "\n" for k in range(lines)))
+    files = partition_files(tmp_path / "landing", DAY)
+    total = sum(f.size for f in files)
+    tasks = plan_tasks(None, files, 4, target=-(-total // 16))
+    assert len(tasks) == 16 and tiling_faults(files, tasks) == []
+    read = [(p.path, p.start) for task in tasks for p in task]
+    assert read == sorted(read)  # task after task, the pieces in path order: each task a stretch
+    burst = [i for i, task in enumerate(tasks) for p in task if p.path.endswith("part-0840.jsonl")]
+    assert len(burst) >= 3 and burst == list(range(burst[0], burst[-1] + 1))  # cut, its pieces in a row
+    loads = [sum(p.length for p in task) for task in tasks]
+    largest = max(p.length for task in tasks for p in task)
+    assert all(abs(load - total / len(tasks)) <= largest for load in loads), (loads, largest)
 
 
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 from catalake.platform.errors import MergeError
 from catalake.platform.uris import Location
 from catalake.platform.warehouse.files import PARTITION_COLUMN, PartFile
-from catalake.platform.warehouse.merging import Merge, file_bound, merge_files, merge_tasks, pack, run_merges
+from catalake.platform.warehouse.merging import Merge, file_bound, merge_files, merge_groups, merge_tasks, pack, run_merges
 
 DAY = dt.date(2026, 11, 20)
 FOLDER = f"{PARTITION_COLUMN}={DAY}"
@@ -36,6 +36,99 @@ def test_packing_puts_every_merge_in_one_task_in_order_with_balanced_bytes():
         assert max(loads) - min(loads) <= max(sizes)  # largest first into the lightest: within one merge
     assert pack([5, 5, 5, 5], 2) == [[0, 2], [1, 3]]
     assert pack([1, 100, 1, 1], 2) == [[1], [0, 2, 3]]
+
+
+HOUR = dt.timedelta(hours=1)
+MIDNIGHT = dt.datetime.combine(DAY, dt.time(), tzinfo=dt.timezone.utc)
+
+
+def hourly_parts(seed: int, hours: int) -> list[pa.Table]:
+    """A table's rows of one day, a part per hour: its events in no order, of as many rows as the
+    hour's traffic, and a few late ones of the hour before; every `time` distinct."""
+    rng = random.Random(seed)
+    parts = []
+    for hour in range(hours):
+        n = rng.randrange(20, 120)
+        seconds = rng.sample(range(3600), n)
+        late = [s - 3600 for s in rng.sample(range(3600), 3)] if hour else []
+        times = [MIDNIGHT + hour * HOUR + dt.timedelta(seconds=s, microseconds=hour) for s in seconds + late]
+        parts.append(pa.table({"id": pa.array([f"h{hour}-{k}" for k in range(len(times))]),
+                               "time": pa.array(times, pa.timestamp("us", tz="UTC")),
+                               "data": pa.array([{"x": rng.random()} for _ in times], pa.struct([("x", pa.float64())]))}))
+    return parts
+
+
+def in_time_order(rows: list[dict]) -> bool:
+    return all(a["time"] <= b["time"] for a, b in zip(rows, rows[1:]))
+
+
+def hours_of(files: list[PartFile], written: list[PartFile]) -> list[int]:
+    """The hour (the part's index) each of `files` was written for."""
+    return [written.index(f) for f in files]
+
+
+def test_merge_groups_are_runs_of_files_adjacent_in_time_whatever_order_they_come_in(tmp_path):
+    """A day's 24 hourly files listed in no time order (as a log or a run's tasks may list them),
+    merged to a bound of 4 files: each group is files of consecutive hours (their footers' ranges
+    of `time`), each merged file covers its stretch only, its rows sorted by `time`."""
+    from functools import partial
+
+    from catalake.platform.warehouse.merging import time_order
+
+    parts = hourly_parts(72, 24)
+    written = write_parts(tmp_path, "messages/a", parts)
+    listed = written[:]
+    random.Random(5).shuffle(listed)
+    target = math.ceil(sum(f.size for f in written) / 4)
+    location = Location.of(tmp_path)
+    groups = merge_groups(listed, target, partial(time_order, location, "messages/a"))
+    assert len(written) - sum(len(g) for g in groups) + len(groups) <= file_bound(sum(f.size for f in written), target)
+    hours = [hours_of(group, written) for group in groups]
+    assert [h for group in hours for h in group] == list(range(24))  # in time order, every file once
+    assert all(group == list(range(group[0], group[-1] + 1)) for group in hours), hours
+    loads = [sum(f.size for f in group) for group in groups]
+    assert max(loads) - min(loads) <= 2 * max(f.size for f in written), loads  # even, within a file or two
+    merges = [Merge("messages/a", group, f"{FOLDER}/part-run-merged-{i}.zstd.parquet") for i, group in enumerate(groups)]
+    for merge, output, group in zip(merges, run_merges(None, location, merges), hours):
+        rows = read_merged(tmp_path, merge, output)
+        assert in_time_order(rows)
+        expected = [r for h in group for r in parts[h].to_pylist()]
+        assert sorted(rows, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
+        low, high = MIDNIGHT + group[0] * HOUR, MIDNIGHT + (group[-1] + 1) * HOUR
+        assert low - HOUR <= rows[0]["time"] and rows[-1]["time"] < high  # its hours (and late events of one before)
+    # files that carry their Delta statistics (a task's do) are ordered by them: no footer read
+    from catalake.platform.warehouse.statistics import stats_json
+
+    carried = [f._replace(path=f"not-read-{written.index(f)}",
+                          stats=stats_json(pq.read_metadata(tmp_path / "messages/a" / f.path))) for f in listed]
+    assert [f.path for f in time_order(location, "messages/a", carried)] == [f"not-read-{h}" for h in range(24)]
+    # files without `time` (the dead-letter table) keep the order they come in
+    plain = write_parts(tmp_path, "deadletter", evolving_parts(3, 12))
+    assert time_order(location, "deadletter", plain[::-1]) == plain[::-1]
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["read-whole", "streamed"])
+def test_a_merged_file_holds_its_rows_sorted_by_time(tmp_path, whole, monkeypatch):
+    """Inputs listed latest first, their rows in no order. Read whole: the merged file's rows
+    sorted by `time`. Streamed, in row groups of about a hundred rows: each gathered group is
+    sorted, and the inputs are read in time order (their footers), so the groups follow one
+    another in time, overlapping only by the late events (at most an hour late here)."""
+    from catalake.platform.warehouse import merging
+
+    parts = hourly_parts(9, 8)
+    inputs = write_parts(tmp_path, "messages/a", parts)[::-1]
+    monkeypatch.setattr(merging, "ROW_GROUP_BYTES", 2048)
+    merge = Merge("messages/a", inputs, f"{FOLDER}/part-run-merged-0.zstd.parquet")
+    written = merge_files(Location.of(tmp_path), merge, whole_read_bytes=(1 << 30) if whole else 0)
+    rows = read_merged(tmp_path, merge, written)
+    assert sorted(r["id"] for r in rows) == sorted(r["id"] for p in parts for r in p.to_pylist())
+    merged = pq.ParquetFile(tmp_path / merge.table / written.path)
+    groups = [merged.read_row_group(g).to_pylist() for g in range(merged.metadata.num_row_groups)]
+    assert all(in_time_order(group) for group in groups)
+    if whole:
+        assert len(groups) == 1
+    else:
+        assert len(groups) >= 4 and all(b[0]["time"] >= a[-1]["time"] - HOUR for a, b in zip(groups, groups[1:]))
 
 
 def merges_of(sizes: list[int]) -> list[Merge]:

@@ -5,7 +5,8 @@ The driver lists the files once, with their sizes (listing.py), and cuts them in
 at line ends, with the first line number of each piece counted by the driver; Avro at block
 boundaries, with the first record number from the blocks' headers; Parquet at row groups), small
 files are packed together, a compressed file or a document is one piece (a `.json` file of JSON
-lines is cut as lines). Every piece ends at a
+lines is cut as lines). A task reads consecutive pieces in path order (`pack`), a stretch of the
+day, so that each file it writes holds the events of that stretch. Every piece ends at a
 planned byte: a file that grows while the day runs is read up to the size it was listed with (its
 last complete line), and the rest is the next run's. `tiling_faults` proves a plan reads every
 listed byte once.
@@ -13,8 +14,11 @@ listed byte once.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import Sequence
 
 from ..uris import Location
 from . import formats
@@ -155,10 +159,11 @@ CUTTERS = {"lines": _cuts, "document": _document_cuts, "avro": _avro_cuts, "parq
 def plan_tasks(landing: Location | None, files: list[Landed], parallelism: int,
                target: int | None = None) -> list[list[Piece]]:
     """The pieces of the day's files (below `landing`; None: local files) packed into tasks of
-    even size: a multiple of `parallelism` tasks (so no core idles at the end), each of at most
-    SPLIT_BYTES unless a single compressed file is larger. A file larger than `target` bytes (by
-    default the even share of one task) is cut where its format allows (its first bytes say
-    which); small files share tasks. Every piece ends at the size the file was listed with."""
+    even size, each a run of consecutive pieces in path order (pack): a multiple of `parallelism`
+    tasks (so no core idles at the end), each of at most SPLIT_BYTES unless a single compressed
+    file is larger. A file larger than `target` bytes (by default the even share of one task) is
+    cut where its format allows (its first bytes say which); small files share tasks. Every piece
+    ends at the size the file was listed with."""
     total = sum(f.size for f in files)
     parallelism = max(parallelism, 1)
     count = parallelism * max(1, -(-total // (SPLIT_BYTES * parallelism)))
@@ -176,14 +181,64 @@ def plan_tasks(landing: Location | None, files: list[Landed], parallelism: int,
 
 
 def pack(pieces: list[tuple[int, Piece]], count: int) -> list[list[Piece]]:
-    """(size, piece)s into at most `count` tasks of even size: largest first, into the lightest."""
-    tasks: list[list[Piece]] = [[] for _ in range(max(count, 1))]
-    loads = [0] * len(tasks)
-    for size, piece in sorted(pieces, key=lambda p: -p[0]):
-        i = loads.index(min(loads))
-        tasks[i].append(piece)
-        loads[i] += size
-    return [sorted(t, key=lambda p: (p.path, p.start)) for t in tasks if t]
+    """(size, piece)s into at most `count` tasks, each a run of consecutive pieces in path order
+    (then start byte), of bytes as even as such runs allow (contiguous_runs). Landed paths sort
+    by arrival, so a task reads a stretch of the day and the file it writes per table holds the
+    events of that stretch: a query for one hour opens the few files of that hour, by their
+    statistics on `time`. Packing the largest piece first into the lightest task evens the bytes
+    a little more but gives every task pieces from all over the day, and so every file the whole
+    day's range."""
+    ordered = sorted(pieces, key=lambda p: (p[1].path, p[1].start))
+    return [[piece for _, piece in ordered[run.start:run.stop]]
+            for run in contiguous_runs([size for size, _ in ordered], count)]
+
+
+def contiguous_runs(sizes: Sequence[int], count: int) -> list[range]:
+    """`sizes` (their indices) cut into min(count, len(sizes)) runs of consecutive indices, none
+    empty: the largest sum of a run is the least any such cut allows (the linear partition), and
+    within that, each cut falls as near its even share of the total (j * total / count) as it can.
+    Also how merges group a partition's files by time (warehouse/merging.py)."""
+    n = len(sizes)
+    if n == 0:
+        return []
+    count = max(1, min(count, n))
+    prefix = list(accumulate(sizes, initial=0))
+    total = prefix[-1]
+
+    def reach(start: int, limit: int) -> int:
+        """The end of the longest run from `start` whose sum is at most `limit`."""
+        return bisect_right(prefix, prefix[start] + limit) - 1
+
+    def fits(limit: int) -> bool:
+        start = 0
+        for _ in range(count):
+            start = reach(start, limit)
+            if start == n:
+                return True
+        return False
+
+    low, high = max(max(sizes), -(-total // count)), total  # the least largest run: by bisection
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    limit = low
+    needed = [0] * (n + 1)  # the fewest runs of at most `limit` that hold sizes[i:]
+    for i in range(n - 1, -1, -1):
+        needed[i] = 1 + needed[reach(i, limit)]
+    cuts = [0]
+    for j in range(1, count):
+        left = count - j  # runs after this cut
+        first = cuts[-1] + 1
+        last = min(reach(cuts[-1], limit), n - left)  # within the limit, a size for each run left
+        while first < last and needed[first] > left:  # `needed` falls as the cut moves on
+            first += 1
+        share = total * j / count
+        at = min(max(bisect_left(prefix, share, first, last + 1), first), last)
+        if at > first and share - prefix[at - 1] <= prefix[at] - share:
+            at -= 1
+        cuts.append(at)
+    cuts.append(n)
+    return [range(a, b) for a, b in zip(cuts, cuts[1:])]
 
 
 def tiling_faults(files: list[Landed], tasks: list[list[Piece]]) -> list[str]:

@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
@@ -35,7 +36,7 @@ from ..uris import Location
 from ..warehouse.appends import schema_key
 from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
 from ..warehouse.files import PARTITION_COLUMN, PartFile
-from ..warehouse.merging import Merge, merge_groups, run_merges
+from ..warehouse.merging import Merge, merge_groups, run_merges, time_order
 from ..warehouse.catalog_table import CATALOG_TABLE, create_catalog_table
 from ..warehouse.message_tables import MessageTable, create_unfed, sync_message_tables
 from ..warehouse.store import Committed, DeltaStore
@@ -210,7 +211,7 @@ def bounded_files(session, store: DeltaStore, plan: Plan, written: dict[dt.date,
         folder = f"{PARTITION_COLUMN}={day.isoformat()}"
         kept[day] = {}
         for name, files in tables.items():
-            groups = merge_groups(files, target)
+            groups = merge_groups(files, target, partial(time_order, store.location, name))
             merged_from = {f.path for group in groups for f in group}
             kept[day][name] = [f for f in files if f.path not in merged_from]
             merges += [(day, Merge(name, group, f"{folder}/part-{plan.run}-merged-{len(merges) + i}.zstd.parquet"))

@@ -17,24 +17,32 @@ Why not delta-rs' `optimize.compact`: it rewrites the files in the process that 
 driver, and catalake's rule is that executors write data files and the driver commits (the files
 may be gigabytes, on object storage). The commit of a compaction still goes through delta-rs'
 transaction and its conflict checks (commit.py: `commit_compaction`).
+
+Merges keep a partition in time order, so that the statistics of each file on `time` let a query
+for an hour open only the files of that hour: a group merges files adjacent in time (their
+footers' ranges of `time`: `time_order`), and a merged file's rows are sorted by `time`
+(`merge_files`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import json
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import MergeError
+from ..landing.planning import contiguous_runs
 from ..spark import is_session
 from ..uris import Location
 from .files import PartFile
+from .statistics import stats_json
 
 MERGE_OUTPUT = "merge int, json string"
 ROW_GROUP_BYTES = 128 << 20  # Arrow bytes gathered into one write (row groups of up to pyarrow's 1Mi rows)
@@ -50,6 +58,9 @@ WHOLE_READ_BYTES = 16 << 20  # a merge of inputs up to this reads each whole (me
 # executors' cores (more than the driver's on a cluster) should do it. The driver holds at most
 # this much Parquet at once, as a local increment (CATALAKE_LOCAL_TASK_BYTES) does.
 DRIVER_MERGE_BYTES = 8 << 20
+TIME_COLUMN = "time"  # the CloudEvents time of a message table's row: what merges keep in order
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+FOOTER_THREADS = 8  # footers read at once to order a partition's files by time (a request each on object storage)
 
 
 class Merge(NamedTuple):
@@ -65,17 +76,91 @@ def file_bound(size: int, target: int) -> int:
     return max(1, math.ceil(size / target))
 
 
-def merge_groups(files: Sequence[PartFile], target: int) -> list[list[PartFile]]:
+def merge_groups(files: Sequence[PartFile], target: int,
+                 in_order: Callable[[list[PartFile]], list[PartFile]] | None = None) -> list[list[PartFile]]:
     """The files of one table-partition to merge, in groups of two or more, so that it holds at
     most `file_bound(bytes, target)` files afterwards. Files of `target` bytes or more stay as
-    they are; the others are spread over ceil(their bytes / target) groups, largest first into
-    the lightest (each group keeps the files' order, so rows keep theirs). Empty when the
-    partition is within its bound already."""
+    they are; the others are cut into ceil(their bytes / target) groups of consecutive files, of
+    bytes as even as that allows (contiguous_runs). When that makes more than one group, the
+    files are first put in time order by `in_order` (`time_order`; None: they come in it), so
+    that each group, and the file it becomes, holds a stretch of time rather than pieces of the
+    whole day. Empty when the partition is within its bound already."""
     if len(files) <= file_bound(sum(f.size for f in files), target):
         return []
     small = [f for f in files if f.size < target]
-    groups = pack([f.size for f in small], file_bound(sum(f.size for f in small), target))
-    return [[small[i] for i in group] for group in groups if len(group) > 1]
+    count = file_bound(sum(f.size for f in small), target)
+    if count > 1 and in_order is not None:  # one group needs no order: merge_files sorts its rows
+        small = in_order(small)
+    return [small[run.start:run.stop] for run in contiguous_runs([f.size for f in small], count) if len(run) > 1]
+
+
+def has_time(schema: pa.Schema) -> bool:
+    """Whether the rows carry the CloudEvents `time` as a timestamp (every message table of an
+    envelope does; the dead-letter table does not)."""
+    index = schema.get_field_index(TIME_COLUMN)
+    return index >= 0 and pa.types.is_timestamp(schema.field(index).type)
+
+
+def footer_time_range(footer: pq.FileMetaData) -> tuple[int, int] | None:
+    """The least and greatest `time` of a Parquet file (microseconds since the epoch) from its
+    row groups' statistics in its footer; None when it has no such column, no value there, or a
+    row group without statistics (then nothing is known of its range)."""
+    schema = footer.schema.to_arrow_schema()
+    if not has_time(schema):
+        return None
+    per_us = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": None}[schema.field(TIME_COLUMN).type.unit]
+    column = next(i for i in range(footer.num_columns) if footer.schema.column(i).path == TIME_COLUMN)
+    lows, highs = [], []
+    for g in range(footer.num_row_groups):
+        group = footer.row_group(g)
+        stats = group.column(column).statistics
+        if stats is not None and stats.has_min_max:
+            lows.append(stats.min_raw * per_us if per_us else stats.min_raw // 1_000)
+            highs.append(stats.max_raw * per_us if per_us else -(-stats.max_raw // 1_000))
+        elif group.num_rows and not (stats is not None and stats.null_count == group.num_rows):
+            return None  # values of unknown times
+    return (min(lows), max(highs)) if lows else None
+
+
+def time_order(warehouse: Location, table: str, files: Sequence[PartFile]) -> list[PartFile]:
+    """The files of a table-partition (paths relative to the table) by their range of `time`:
+    least, then greatest; from a file's Delta statistics where it carries them (`stats`, as a
+    task's files do), else from its footer (footer_time_range). A file whose range is not known
+    (no `time`, no statistics) comes after the others, in the order it came (the sort is stable,
+    so a table without `time` keeps its files' order)."""
+    filesystem = warehouse.filesystem
+    root = warehouse.child(*table.split("/")).path
+
+    def key(f: PartFile) -> tuple:
+        found = stats_time_range(getattr(f, "stats", None))
+        if found is None:
+            with filesystem.open_input_file(f"{root}/{f.path}") as source:
+                found = footer_time_range(pq.ParquetFile(source).metadata)
+        return _time_key(found)
+
+    with ThreadPoolExecutor(max(1, min(FOOTER_THREADS, len(files)))) as pool:
+        keys = list(pool.map(key, files))
+    return [f for _, f in sorted(zip(keys, files), key=lambda pair: pair[0])]
+
+
+def stats_time_range(stats: str | None) -> tuple[int, int] | None:
+    """The least and greatest `time` (microseconds since the epoch) of an add action's `stats`
+    (statistics.py: ISO timestamps to the millisecond, the least cut down, the greatest rounded
+    up); None when they bound no `time`."""
+    if not stats:
+        return None
+    parsed = json.loads(stats)
+    bounds = [(parsed.get(side) or {}).get(TIME_COLUMN) for side in ("minValues", "maxValues")]
+    if not all(isinstance(b, str) for b in bounds):
+        return None
+    moments = [dt.datetime.fromisoformat(b.replace("Z", "+00:00")) for b in bounds]
+    low, high = ((m if m.tzinfo else m.replace(tzinfo=dt.timezone.utc)) - EPOCH for m in moments)
+    return low // dt.timedelta(microseconds=1), high // dt.timedelta(microseconds=1)
+
+
+def _time_key(found: tuple[int, int] | None) -> tuple:
+    """How a file sorts by its range of `time`: by least, then greatest; an unknown range last."""
+    return (0, *found) if found is not None else (1,)
 
 
 def merge_bytes(merge: Merge) -> int:
@@ -131,15 +216,17 @@ def _unified(schemas: list[pa.Schema]) -> pa.Schema:
 
 
 def merge_files(warehouse: Location, merge: Merge, *, whole_read_bytes: int = WHOLE_READ_BYTES) -> PartFile:
-    """Executor side (or the driver's, for small merges: run_merges): the inputs, in order, into
-    one zstd Parquet file. Inputs of at most WHOLE_READ_BYTES in all are read whole, one pyarrow
-    call a file, and written at once: a merge of a few kilobytes then costs a few milliseconds
-    (here about 1.3 ms a file read and 3 ms the write, for 28 columns; the streamed path costs
-    a schema read and a batch loop more a file).
+    """Executor side (or the driver's, for small merges: run_merges): the inputs into one zstd
+    Parquet file, its rows sorted by `time` where the table has it (else in the inputs' order).
+    Inputs of at most WHOLE_READ_BYTES in all are read whole, one pyarrow call a file, and
+    written at once, all their rows sorted: a merge of a few kilobytes then costs a few
+    milliseconds (here about 1.3 ms a file read and 3 ms the write, for 28 columns; the streamed
+    path costs a footer read and a batch loop more a file).
     Larger ones are streamed, their small row groups gathered into large ones (up to
     ROW_GROUP_BYTES of Arrow data in memory): a file of a hundred 1,000-row groups compresses a
     third worse and scans 2.5 times slower than one of the same rows in large groups
-    (benchmarks/maintenance.py). Either way the rows read are counted against the inputs' rows.
+    (benchmarks/maintenance.py). Each gathered group is sorted, the inputs read in time order
+    (_merge_streamed). Either way the rows read are counted against the inputs' rows.
     Returns the written file; a failed merge removes what it wrote."""
     filesystem = warehouse.filesystem
     root = warehouse.child(*merge.table.split("/")).path
@@ -159,7 +246,7 @@ def merge_files(warehouse: Location, merge: Merge, *, whole_read_bytes: int = WH
     if rows != expected:  # the inputs' footers and the log disagree: merge nothing
         filesystem.delete_file(path)
         raise MergeError(f"{merge.table}: merging {len(merge.inputs)} file(s) read {rows} rows, expected {expected}")
-    return PartFile(merge.output, size, rows)
+    return PartFile(merge.output, size, rows, stats_json(pq.read_metadata(path, filesystem=filesystem)))
 
 
 def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
@@ -170,7 +257,7 @@ def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tu
         with filesystem.open_input_file(f"{root}/{f.path}") as source:  # not read_table: no dataset
             tables.append(pq.ParquetFile(source).read(use_threads=False))
     schema = _unified([t.schema for t in tables])
-    merged = pa.concat_tables([_conform_table(t, schema) for t in tables])
+    merged = _in_time_order(pa.concat_tables([_conform_table(t, schema) for t in tables]))
     with filesystem.open_output_stream(path) as out:
         pq.write_table(merged, out, compression="zstd")
         size = out.tell()
@@ -179,9 +266,24 @@ def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tu
 
 def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
     """The inputs streamed to `path`, their row groups gathered into groups of up to
-    ROW_GROUP_BYTES of Arrow data. Returns the rows read and the bytes written."""
+    ROW_GROUP_BYTES of Arrow data, each sorted by `time` before it is written. The inputs are
+    read in the order of their ranges of `time` (their footers, read here anyway for their
+    schemas), so the groups follow one another in time and overlap only by the inputs' late
+    events. Not a k-way merge of the inputs into one sorted file: an input is not sorted as a
+    whole (a task's file is sorted part by part), so that would take sorting each input first,
+    a second pass over the bytes; sorting what memory holds already costs no read more, and
+    memory holds at most one gathered group and its sorted copy. Returns the rows read and the
+    bytes written."""
+    footers = []
+    for f in inputs:
+        with filesystem.open_input_file(f"{root}/{f.path}") as source:
+            footer = pq.ParquetFile(source)
+            footers.append((footer.schema_arrow, footer_time_range(footer.metadata)))
+    schema = _unified([found for found, _ in footers])
+    if has_time(schema):
+        order = sorted(range(len(inputs)), key=lambda i: _time_key(footers[i][1]))
+        inputs = [inputs[i] for i in order]
     rows = 0
-    schema = _unified([pq.read_schema(filesystem.open_input_file(f"{root}/{f.path}")) for f in inputs])
     with filesystem.open_output_stream(path) as out:
         with pq.ParquetWriter(out, schema, compression="zstd") as writer:
             pending: list[pa.RecordBatch] = []
@@ -192,12 +294,18 @@ def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) ->
                         pending.append(_conform(batch, schema))
                         rows, held = rows + batch.num_rows, held + pending[-1].nbytes
                         if held >= ROW_GROUP_BYTES:
-                            writer.write_table(pa.Table.from_batches(pending, schema=schema))
+                            writer.write_table(_in_time_order(pa.Table.from_batches(pending, schema=schema)))
                             pending, held = [], 0
             if pending:
-                writer.write_table(pa.Table.from_batches(pending, schema=schema))
+                writer.write_table(_in_time_order(pa.Table.from_batches(pending, schema=schema)))
         size = out.tell()
     return rows, size
+
+
+def _in_time_order(rows: pa.Table) -> pa.Table:
+    """The rows sorted by `time` (stably: rows of the same time keep their order), or as they
+    are in a table without it."""
+    return rows.sort_by(TIME_COLUMN) if has_time(rows.schema) else rows
 
 
 def _spark_merges(warehouse: Location, tasks: list[list[tuple[int, Merge]]]):
