@@ -23,7 +23,7 @@ from catalake.platform.catalog import load_catalog
 from catalake.platform.config import catalog_roots
 from catalake.platform.runs.day import classify_partition, conservation
 from catalake.platform.warehouse.message_tables import message_tables, sync_message_tables
-from catalake.platform.warehouse.store import DeltaStore
+from catalake.platform.warehouse.store import DeltaStore, statistics_coverage
 from support.classify import DAY as AZURE_DAY, land_azure
 from support.paths import DEMO_CATALOG, REPO
 from support.services import s3_server, spark_cluster, stop, wait_for_port
@@ -276,6 +276,15 @@ def test_tables_and_sql_over_an_s3_warehouse(s3, demo_on_s3, tmp_path):
     out = cli("tables", env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"{warehouse}/messages/bikeshare_rides__rideended" in out.stdout
+    # every file the executors wrote on S3 carries its column statistics, and a filter on `time` opens none
+    # of another day's files
+    rides = DeltaTable(f"{warehouse}/messages/bikeshare_rides__rideended")
+    assert "files without column statistics" not in out.stdout
+    assert statistics_coverage(rides)[0] == statistics_coverage(rides)[1] > 0
+    out = cli("sql", "SELECT count(*) AS n FROM bikeshare_rides__rideended WHERE time < TIMESTAMPTZ '2026-11-21 00:00:00+00'",
+              env=env, cwd=tmp_path)
+    first_day = rides.to_pyarrow_table(partitions=[("event_date", "=", "2026-11-20")]).num_rows
+    assert out.returncode == 0 and out.stdout.split()[-1] == str(first_day), out.stderr[-2000:]
     out = cli("sql", "SELECT count(*) AS n FROM bikeshare_rides__rideended", env=env, cwd=tmp_path)
     stored = DeltaTable(f"{warehouse}/messages/bikeshare_rides__rideended").to_pyarrow_table().num_rows
     assert out.returncode == 0 and out.stdout.split()[-1] == str(stored) and stored > 0, out.stderr[-2000:]

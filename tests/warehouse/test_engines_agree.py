@@ -17,6 +17,9 @@ then run through DuckDB over the snapshot's pyarrow dataset (what `catalake sql`
 engine's ids are compared with the truth computed in Python over every row. For the pyarrow
 dataset the files it keeps for a filter must include every file holding a matching row, and a
 selective time range must keep fewer files than there are (the statistics are there and used).
+Every file's bounds, as delta-rs parses them, are also checked against its rows. The one
+difference excused (KNOWN) is Spark's, not catalake's: its Parquet pushdown loses NaN and -0.0
+rows of float filters.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.types import (ArrayType, DateType, DoubleType, IntegerType, LongType, MapType, StringType,
@@ -318,7 +322,7 @@ def fixed_filters() -> list:
         Cmp(at, "<", dt.datetime(2000, 1, 1, tzinfo=UTC)), Cmp(at, "<=", GO_ZERO),
         Cmp(seen, "<", dt.datetime(1000, 1, 1, tzinfo=UTC)), Cmp(seen, "<", dt.datetime(1970, 1, 1, tzinfo=UTC)),
         Cmp(seen, "=", GO_ZERO), Cmp(seen, ">", dt.datetime(999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)),
-        Cmp(at, "null"), Cmp(at, "not null"), Cmp(("data",), "null"), Cmp(("data", "place"), "null"),
+        Cmp(at, "null"), Cmp(at, "not null"), Cmp(subject, "null"), Cmp(("data",), "null"), Cmp(("data", "place"), "null"),
         Cmp(("data", "place", "city"), "null"), Cmp(("data", "place", "level"), "not null"), Cmp(("attrs",), "null"),
         Cmp(("data", "amount"), "=", -2**63), Cmp(("data", "amount"), ">=", 2**63 - 1),
         Cmp(("data", "ratio"), ">", 9.0), Cmp(("data", "ratio"), "=", 0.0), Cmp((PARTITION,), "=", DAYS[1]),
@@ -482,13 +486,37 @@ def expected(f) -> set[str]:
 
 # --------------------------------------------------------------------------- the engines
 
-# Differences of an engine from SQL's answer that are not catalake's: (engine, applies to the
-# filter, why). Each is left out for that engine only. None known with these versions.
-KNOWN: list[tuple[str, Callable[[Any], bool], str]] = []
+def _paths(f) -> set[tuple[str, ...]]:
+    return _paths(f.left) | _paths(f.right) if isinstance(f, Both) else {f.path}
 
 
-def known(engine: str, f) -> str | None:
-    return next((why for name, applies, why in KNOWN if name == engine and applies(f)), None)
+def _odd_ratio(row: dict) -> bool:
+    ratio = value_at(row, ("data", "ratio"))
+    return ratio is not None and (math.isnan(ratio) or (ratio == 0 and math.copysign(1.0, ratio) < 0))
+
+
+# Differences of an engine from SQL's answer that are not catalake's (it records no bounds for
+# floats): (engine, the filters concerned, the rows it may leave out of their answers, why).
+# Nothing else is excused: no extra row, no other missing row.
+KNOWN: list[tuple[str, Callable[[Any], bool], Callable[[dict], bool], str]] = [
+    ("spark", lambda f: ("data", "ratio") in _paths(f), _odd_ratio,
+     # Spark 4.1.4 reading the files (its Parquet filter pushdown, parquet-java's row-group
+     # filters; right with spark.sql.parquet.filterPushdown=false):
+     # - NaN: Parquet's min/max leave NaN out (the spec: "when looking for NaN values, min and
+     #   max should be ignored") while Spark orders NaN above every number, so `ratio > 9.0`
+     #   drops a row group of [1.0, NaN]; the gap apache/iceberg#9130 reports for Spark over
+     #   Iceberg's bounds, and hardwood-hq/hardwood#1016 for parquet-java's canDropDouble.
+     # - -0.0: `ratio = 0.0` drops a row group whose dictionary holds -0.0 and not 0.0 (the
+     #   dictionary filter compares with Java's Double.equals; off with
+     #   parquet.filter.dictionary.enabled=false), though Spark's `=` holds -0.0 = 0.0
+     #   (Spark's -0.0 inconsistencies: SPARK-32110).
+     "Spark's Parquet pushdown leaves out NaN and -0.0 rows of float filters"),
+]
+
+
+def tolerated(engine: str, f, row: dict) -> str | None:
+    """Why `engine` may leave `row` out of the answer to `f` (None: it may not)."""
+    return next((why for name, concerned, rows, why in KNOWN if name == engine and concerned(f) and rows(row)), None)
 
 
 def duckdb_engine(warehouse: Warehouse, variant: str) -> Callable[[Any], set[str]]:
@@ -497,6 +525,24 @@ def duckdb_engine(warehouse: Warehouse, variant: str) -> Callable[[Any], set[str
     location = warehouse.location(variant)
     con = duckdb.connect()
     con.register("t", snapshot_dataset(warehouse.table(variant), location))  # as queries.duckdb_sql does
+    return lambda f: {r[0] for r in con.execute(f"SELECT id FROM t WHERE {sql(f, 'duckdb')}").fetchall()}
+
+
+def duckdb_grouped_engine(warehouse: Warehouse, variant: str) -> Callable[[Any], set[str]]:
+    """DuckDB over the dataset whose files are grouped under hulls of their bounds, as a year of
+    files is (datasets.GROUPED_FROM; here from 2 files, groups of 3)."""
+    import duckdb
+
+    from catalake.platform.warehouse import datasets
+
+    grouped_from, datasets.GROUPED_FROM = datasets.GROUPED_FROM, 2
+    try:
+        dataset = snapshot_dataset(warehouse.table(variant), warehouse.location(variant))
+    finally:
+        datasets.GROUPED_FROM = grouped_from
+    assert isinstance(dataset, pads.UnionDataset)
+    con = duckdb.connect()
+    con.register("t", dataset)
     return lambda f: {r[0] for r in con.execute(f"SELECT id FROM t WHERE {sql(f, 'duckdb')}").fetchall()}
 
 
@@ -515,32 +561,31 @@ def datafusion_engine(warehouse: Warehouse, variant: str) -> Callable[[Any], set
                          .column("id").to_pylist())
 
 
-ENGINES = {"duckdb": duckdb_engine, "polars": polars_engine, "datafusion": datafusion_engine}
+ENGINES = {"duckdb": duckdb_engine, "duckdb_grouped": duckdb_grouped_engine, "polars": polars_engine,
+           "datafusion": datafusion_engine}
 # Which engine reads which variant, within the fast tier's time: every engine the plain table; the
 # readers of the log's nested statistics (Polars, DataFusion) the checkpoint and the compacted day;
 # Polars the backfilled table too (whose statistics are the plain table's, checked below).
-MATRIX = [("duckdb", "plain"), ("polars", "plain"), ("datafusion", "plain"), ("polars", "checkpointed"),
+MATRIX = [("duckdb", "plain"), ("duckdb_grouped", "checkpointed"), ("polars", "plain"), ("datafusion", "plain"), ("polars", "checkpointed"),
           ("datafusion", "checkpointed"), ("polars", "backfilled")]
 
 
-def disagreements(engine: str, run: Callable[[Any], set[str]]) -> tuple[list[str], int]:
-    """Each filter whose answer is not the truth, with the ids missing and extra; and how many
-    filters ran."""
-    wrong, ran = [], 0
+def disagreements(engine: str, run: Callable[[Any], set[str]]) -> list[str]:
+    """Each filter whose answer is not the truth, with the ids missing and extra (but for the
+    missing rows KNOWN excuses)."""
+    wrong = []
     for f in FILTERS:
-        if known(engine, f):
-            continue
-        ran += 1
         want = expected(f)
         try:
             got = run(f)
         except Exception as exc:  # noqa: BLE001 - an engine that fails is reported with its filter
             wrong.append(f"{f}: {type(exc).__name__}: {str(exc)[:300]}")
             continue
-        if got != want:
-            wrong.append(f"{f}: missing {sorted(want - got)[:5]} ({len(want - got)}), "
+        missing = {i for i in want - got if not tolerated(engine, f, PLAN.rows[i])}
+        if missing or got - want:
+            wrong.append(f"{f}: missing {sorted(missing)[:5]} ({len(missing)}), "
                          f"extra {sorted(got - want)[:5]} ({len(got - want)})")
-    return wrong, ran
+    return wrong
 
 
 # --------------------------------------------------------------------------- the tests
@@ -654,18 +699,21 @@ def _log_stats(warehouse: Warehouse, variant: str) -> dict[str, str]:
     return found
 
 
+@pytest.mark.parametrize("grouped_from", [64, 2], ids=["flat", "grouped"])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_the_pyarrow_dataset_keeps_every_file_with_a_matching_row(warehouse, variant):
+def test_the_pyarrow_dataset_keeps_every_file_with_a_matching_row(warehouse, variant, grouped_from, monkeypatch):
     """`catalake sql` reads the snapshot's pyarrow dataset, whose fragments carry each file's
     bounds (top-level columns: delta-rs leaves nested ones out): for every filter the fragments
-    kept include each file that holds a matching row."""
+    kept include each file that holds a matching row; so do they when the files are grouped under
+    hulls of their bounds, as a year of files is."""
+    from catalake.platform.warehouse import datasets
+
+    monkeypatch.setattr(datasets, "GROUPED_FROM", grouped_from)
     dataset = snapshot_dataset(warehouse.table(variant), warehouse.location(variant))
     files = warehouse.files[variant]
     assert {f.path for f in dataset.get_fragments()} == set(files)
     wrong = []
     for f in FILTERS:
-        if known("pyarrow", f):
-            continue
         want = expected(f)
         holding = {path for path, ids in files.items() if ids & want}
         kept = {fragment.path for fragment in dataset.get_fragments(filter=arrow_expression(f))}
@@ -687,17 +735,16 @@ def test_a_selective_time_range_skips_files(warehouse, variant):
 
 @pytest.mark.parametrize(("engine", "variant"), MATRIX)
 def test_every_engine_gives_the_true_answer(warehouse, engine, variant):
-    wrong, ran = disagreements(engine, ENGINES[engine](warehouse, variant))
-    assert ran >= 100
-    assert not wrong, f"{engine} over {variant}: {len(wrong)} of {ran} filters answered wrongly:\n" + "\n".join(wrong)
+    wrong = disagreements(engine, ENGINES[engine](warehouse, variant))
+    assert not wrong, f"{engine} over {variant}: {len(wrong)} of {len(FILTERS)} filters answered wrongly:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("variant", ["plain", "checkpointed"])
-def test_spark_gives_the_true_answer(spark, warehouse, variant):
-    """Spark reads the snapshot's files (DeltaStore.read on the delta-rs backend: no Delta
-    statistics, Parquet's row-group statistics and its own filters)."""
+def test_spark_gives_the_true_answer(spark, warehouse):
+    """Spark reads the snapshot's files (DeltaStore.read on the delta-rs backend): no Delta
+    statistics, but its Parquet filter pushdown over the footers (see KNOWN). The checkpointed
+    table's files: those PartFiles wrote and the compacted day's merged file."""
+    variant = "checkpointed"
     store = DeltaStore(spark, warehouse.store.root, backend="delta-rs")
     frame = store.read(f"messages/{variant}")
-    wrong, ran = disagreements("spark", lambda f: {r["id"] for r in frame.where(sql(f, "spark")).select("id").collect()})
-    assert ran >= 100
-    assert not wrong, f"spark over {variant}: {len(wrong)} of {ran} filters answered wrongly:\n" + "\n".join(wrong)
+    wrong = disagreements("spark", lambda f: {r["id"] for r in frame.where(sql(f, "spark")).select("id").collect()})
+    assert not wrong, f"spark over {variant}: {len(wrong)} of {len(FILTERS)} filters answered wrongly:\n" + "\n".join(wrong)

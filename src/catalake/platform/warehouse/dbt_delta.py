@@ -50,13 +50,16 @@ class Plugin(BasePlugin):
             conn.execute(f"ATTACH IF NOT EXISTS {ansi_string(str(self.columns_file))} AS {self.database} (READ_ONLY)")
 
     def load(self, source_config: SourceConfig):
-        """The source's Delta table as a pyarrow dataset of its current snapshot."""
+        """The source's Delta table as a pyarrow dataset of its current snapshot, whose files
+        the models' filters rule out by the log's statistics (files.snapshot_dataset)."""
         from deltalake import DeltaTable
+
+        from .files import snapshot_dataset
 
         path = source_config["delta_table_path"]
         if path not in self._datasets:
             table = DeltaTable(path, storage_options=uris.delta_options(path))
-            self._datasets[path] = table.to_pyarrow_dataset()
+            self._datasets[path] = snapshot_dataset(table, uris.Location.of(path))
             self._keep_columns(source_config.identifier, self._datasets[path].schema)
         return self._datasets[path]
 
