@@ -192,6 +192,26 @@ def test_each_task_reads_the_next_stretch_of_the_day_in_path_order_with_even_byt
     assert all(abs(load - total / len(tasks)) <= largest for load in loads), (loads, largest)
 
 
+def test_tasks_follow_the_files_arrival_where_paths_sort_by_source_first(tmp_path):
+    """Paths that sort by source before time (a capture tool's `<partition>/<hour>/...`): the
+    tasks take the files in the order they arrived (their modification times), so each reads a
+    stretch of the day across the sources, not one source's whole day."""
+    day = tmp_path / "landing" / DAY.isoformat()
+    arrived = dt.datetime.combine(DAY, dt.time(), tzinfo=dt.timezone.utc).timestamp()
+    for hour in range(24):
+        for source in ("a", "b", "c"):
+            path = day / f"partition={source}" / f"hour={hour:02d}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(event(hour * 100 + k) + "\n" for k in range(20)))
+            stamp = arrived + hour * 3600 + ord(source)
+            os.utime(path, (stamp, stamp))
+    files = partition_files(tmp_path / "landing", DAY)
+    tasks = plan_tasks(None, files, 4, target=-(-sum(f.size for f in files) // 8))
+    hours = [sorted({int(p.path.rsplit("hour=", 1)[1][:2]) for p in task}) for task in tasks]
+    assert len(tasks) == 8 and all(h[-1] - h[0] <= 3 for h in hours), hours  # a stretch of about 3 hours each
+    assert [h for task in hours for h in task] == sorted(h for task in hours for h in task)
+
+
 def test_partitions_start_at_the_first_landed_day_unless_configured(tmp_path):
     from catalake.defs.catalog.state import start_date
     from catalake.platform.config import Settings

@@ -70,7 +70,7 @@ def hours_of(files: list[PartFile], written: list[PartFile]) -> list[int]:
 def test_merge_groups_are_runs_of_files_adjacent_in_time_whatever_order_they_come_in(tmp_path):
     """A day's 24 hourly files listed in no time order (as a log or a run's tasks may list them),
     merged to a bound of 4 files: each group is files of consecutive hours (their footers' ranges
-    of `time`), each merged file covers its stretch only, its rows sorted by `time`."""
+    of `time`), each merged file covers its stretch only."""
     from functools import partial
 
     from catalake.platform.warehouse.merging import time_order
@@ -91,11 +91,10 @@ def test_merge_groups_are_runs_of_files_adjacent_in_time_whatever_order_they_com
     merges = [Merge("messages/a", group, f"{FOLDER}/part-run-merged-{i}.zstd.parquet") for i, group in enumerate(groups)]
     for merge, output, group in zip(merges, run_merges(None, location, merges), hours):
         rows = read_merged(tmp_path, merge, output)
-        assert in_time_order(rows)
-        expected = [r for h in group for r in parts[h].to_pylist()]
-        assert sorted(rows, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
+        assert rows == [r for h in group for r in parts[h].to_pylist()]  # the group's files, in time order
         low, high = MIDNIGHT + group[0] * HOUR, MIDNIGHT + (group[-1] + 1) * HOUR
-        assert low - HOUR <= rows[0]["time"] and rows[-1]["time"] < high  # its hours (and late events of one before)
+        times = [r["time"] for r in rows]
+        assert low - HOUR <= min(times) and max(times) < high  # its hours (and late events of one before)
     # files that carry their Delta statistics (a task's do) are ordered by them: no footer read
     from catalake.platform.warehouse.statistics import stats_json
 
@@ -108,27 +107,23 @@ def test_merge_groups_are_runs_of_files_adjacent_in_time_whatever_order_they_com
 
 
 @pytest.mark.parametrize("whole", [True, False], ids=["read-whole", "streamed"])
-def test_a_merged_file_holds_its_rows_sorted_by_time(tmp_path, whole, monkeypatch):
-    """Inputs listed latest first, their rows in no order. Read whole: the merged file's rows
-    sorted by `time`. Streamed, in row groups of about a hundred rows: each gathered group is
-    sorted, and the inputs are read in time order (their footers), so the groups follow one
-    another in time, overlapping only by the late events (at most an hour late here)."""
+def test_a_merged_file_holds_its_inputs_rows_in_order_and_the_statistics_of_its_footer(tmp_path, whole, monkeypatch):
+    """Read whole or streamed (in row groups of about a hundred rows): the merged file is its
+    inputs' rows in the order of the inputs, and its add action's statistics are its footer's,
+    taken from the writer (no read of the file)."""
     from catalake.platform.warehouse import merging
+    from catalake.platform.warehouse.statistics import stats_json
 
     parts = hourly_parts(9, 8)
-    inputs = write_parts(tmp_path, "messages/a", parts)[::-1]
+    inputs = write_parts(tmp_path, "messages/a", parts)
     monkeypatch.setattr(merging, "ROW_GROUP_BYTES", 2048)
     merge = Merge("messages/a", inputs, f"{FOLDER}/part-run-merged-0.zstd.parquet")
     written = merge_files(Location.of(tmp_path), merge, whole_read_bytes=(1 << 30) if whole else 0)
-    rows = read_merged(tmp_path, merge, written)
-    assert sorted(r["id"] for r in rows) == sorted(r["id"] for p in parts for r in p.to_pylist())
-    merged = pq.ParquetFile(tmp_path / merge.table / written.path)
-    groups = [merged.read_row_group(g).to_pylist() for g in range(merged.metadata.num_row_groups)]
-    assert all(in_time_order(group) for group in groups)
-    if whole:
-        assert len(groups) == 1
-    else:
-        assert len(groups) >= 4 and all(b[0]["time"] >= a[-1]["time"] - HOUR for a, b in zip(groups, groups[1:]))
+    assert read_merged(tmp_path, merge, written) == [r for p in parts for r in p.to_pylist()]
+    footer = pq.read_metadata(tmp_path / merge.table / written.path)
+    assert footer.num_row_groups == 1 if whole else footer.num_row_groups >= 4
+    assert written.stats == stats_json(footer)
+    assert json.loads(written.stats)["minValues"]["time"].startswith(DAY.isoformat())
 
 
 def merges_of(sizes: list[int]) -> list[Merge]:

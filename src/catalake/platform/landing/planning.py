@@ -177,18 +177,27 @@ def plan_tasks(landing: Location | None, files: list[Landed], parallelism: int,
             pieces += [(p.length, p) for p in cut(landing, f, target)]
         else:
             pieces.append((f.size, Piece(f.path, size=f.size, fields=f.fields)))
-    return pack(pieces, max(count, -(-total // target)) if total else 1)
+    return pack(pieces, max(count, -(-total // target)) if total else 1, arrivals(files))
 
 
-def pack(pieces: list[tuple[int, Piece]], count: int) -> list[list[Piece]]:
-    """(size, piece)s into at most `count` tasks, each a run of consecutive pieces in path order
-    (then start byte), of bytes as even as such runs allow (contiguous_runs). Landed paths sort
-    by arrival, so a task reads a stretch of the day and the file it writes per table holds the
-    events of that stretch: a query for one hour opens the few files of that hour, by their
-    statistics on `time`. Packing the largest piece first into the lightest task evens the bytes
-    a little more but gives every task pieces from all over the day, and so every file the whole
-    day's range."""
-    ordered = sorted(pieces, key=lambda p: (p[1].path, p[1].start))
+def arrivals(files: list[Landed]) -> dict[str, int]:
+    """Each landed file's time of arrival as the listing saw it (its modification time)."""
+    return {f.path: f.modified_ns for f in files}
+
+
+def pack(pieces: list[tuple[int, Piece]], count: int, arrived: dict[str, int] | None = None) -> list[list[Piece]]:
+    """(size, piece)s into at most `count` tasks, each a run of consecutive pieces in the order
+    their files arrived (`arrived`: path -> modification time; then path, then start byte), of
+    bytes as even as such runs allow (contiguous_runs). So a task reads a stretch of the day and
+    the file it writes per table holds the events of that stretch: a query for one hour opens
+    the few files of that hour, by their statistics on `time`. Arrival rather than path: a
+    capture tool's paths often sort by source or partition first (Event Hubs Capture's
+    `{Partition}/{Year}/...`, Kafka Connect's `topics/<topic>/partition=N/...`), which would give
+    each task a source's whole day. Packing the largest piece first into the lightest task evens
+    the bytes a little more but gives every task pieces from all over the day, and so every file
+    the whole day's range."""
+    arrived = arrived or {}
+    ordered = sorted(pieces, key=lambda p: (arrived.get(p[1].path, 0), p[1].path, p[1].start))
     return [[piece for _, piece in ordered[run.start:run.stop]]
             for run in contiguous_runs([size for size, _ in ordered], count)]
 

@@ -19,9 +19,11 @@ may be gigabytes, on object storage). The commit of a compaction still goes thro
 transaction and its conflict checks (commit.py: `commit_compaction`).
 
 Merges keep a partition in time order, so that the statistics of each file on `time` let a query
-for an hour open only the files of that hour: a group merges files adjacent in time (their
-footers' ranges of `time`: `time_order`), and a merged file's rows are sorted by `time`
-(`merge_files`).
+for an hour open only the files of that hour: a group merges files adjacent in time (their ranges
+of `time`: `time_order`), read in that order, so a merged file holds a stretch of the day. Rows
+are not sorted within a file: the files' ranges are what a query's planner rules files out by,
+and sorting a run's merged files cost a day at 1M records / 10 definitions about a second of six
+(benchmarks/RESULTS.md, session 28).
 """
 
 from __future__ import annotations
@@ -81,15 +83,15 @@ def merge_groups(files: Sequence[PartFile], target: int,
     """The files of one table-partition to merge, in groups of two or more, so that it holds at
     most `file_bound(bytes, target)` files afterwards. Files of `target` bytes or more stay as
     they are; the others are cut into ceil(their bytes / target) groups of consecutive files, of
-    bytes as even as that allows (contiguous_runs). When that makes more than one group, the
-    files are first put in time order by `in_order` (`time_order`; None: they come in it), so
-    that each group, and the file it becomes, holds a stretch of time rather than pieces of the
-    whole day. Empty when the partition is within its bound already."""
+    bytes as even as that allows (contiguous_runs), the files first put in time order by
+    `in_order` (`time_order`; None: they come in it), so that each group, and the file it
+    becomes, holds a stretch of time rather than pieces of the whole day. Empty when the
+    partition is within its bound already."""
     if len(files) <= file_bound(sum(f.size for f in files), target):
         return []
     small = [f for f in files if f.size < target]
     count = file_bound(sum(f.size for f in small), target)
-    if count > 1 and in_order is not None:  # one group needs no order: merge_files sorts its rows
+    if in_order is not None and len(small) > 1:
         small = in_order(small)
     return [small[run.start:run.stop] for run in contiguous_runs([f.size for f in small], count) if len(run) > 1]
 
@@ -216,26 +218,25 @@ def _unified(schemas: list[pa.Schema]) -> pa.Schema:
 
 
 def merge_files(warehouse: Location, merge: Merge, *, whole_read_bytes: int = WHOLE_READ_BYTES) -> PartFile:
-    """Executor side (or the driver's, for small merges: run_merges): the inputs into one zstd
-    Parquet file, its rows sorted by `time` where the table has it (else in the inputs' order).
-    Inputs of at most WHOLE_READ_BYTES in all are read whole, one pyarrow call a file, and
-    written at once, all their rows sorted: a merge of a few kilobytes then costs a few
-    milliseconds (here about 1.3 ms a file read and 3 ms the write, for 28 columns; the streamed
-    path costs a footer read and a batch loop more a file).
+    """Executor side (or the driver's, for small merges: run_merges): the inputs, in order (a
+    group of merge_groups: in time order), into one zstd Parquet file. Inputs of at most
+    WHOLE_READ_BYTES in all are read whole, one pyarrow call a file, and written at once: a merge
+    of a few kilobytes then costs a few milliseconds (here about 1.3 ms a file read and 3 ms the
+    write, for 28 columns; the streamed path costs a schema read and a batch loop more a file).
     Larger ones are streamed, their small row groups gathered into large ones (up to
     ROW_GROUP_BYTES of Arrow data in memory): a file of a hundred 1,000-row groups compresses a
     third worse and scans 2.5 times slower than one of the same rows in large groups
-    (benchmarks/maintenance.py). Each gathered group is sorted, the inputs read in time order
-    (_merge_streamed). Either way the rows read are counted against the inputs' rows.
+    (benchmarks/maintenance.py). Either way the rows read are counted against the inputs' rows,
+    and the file's column statistics come from the footer just written (statistics.py).
     Returns the written file; a failed merge removes what it wrote."""
     filesystem = warehouse.filesystem
     root = warehouse.child(*merge.table.split("/")).path
     path = f"{root}/{merge.output}"
     try:
         if merge_bytes(merge) <= whole_read_bytes:
-            rows, size = _merge_whole(filesystem, root, merge.inputs, path)
+            rows, size, footer = _merge_whole(filesystem, root, merge.inputs, path)
         else:
-            rows, size = _merge_streamed(filesystem, root, merge.inputs, path)
+            rows, size, footer = _merge_streamed(filesystem, root, merge.inputs, path)
     except BaseException:
         try:
             filesystem.delete_file(path)
@@ -246,44 +247,31 @@ def merge_files(warehouse: Location, merge: Merge, *, whole_read_bytes: int = WH
     if rows != expected:  # the inputs' footers and the log disagree: merge nothing
         filesystem.delete_file(path)
         raise MergeError(f"{merge.table}: merging {len(merge.inputs)} file(s) read {rows} rows, expected {expected}")
-    return PartFile(merge.output, size, rows, stats_json(pq.read_metadata(path, filesystem=filesystem)))
+    return PartFile(merge.output, size, rows, stats_json(footer))
 
 
-def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
+def _merge_whole(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int, pq.FileMetaData]:
     """The inputs read whole, one pyarrow call a file, and written at once to `path`. Returns
-    the rows read and the bytes written."""
+    the rows read, the bytes written and the written file's footer."""
     tables = []
     for f in inputs:
         with filesystem.open_input_file(f"{root}/{f.path}") as source:  # not read_table: no dataset
             tables.append(pq.ParquetFile(source).read(use_threads=False))
     schema = _unified([t.schema for t in tables])
-    merged = _in_time_order(pa.concat_tables([_conform_table(t, schema) for t in tables]))
+    merged = pa.concat_tables([_conform_table(t, schema) for t in tables])
+    footers: list[pq.FileMetaData] = []
     with filesystem.open_output_stream(path) as out:
-        pq.write_table(merged, out, compression="zstd")
+        pq.write_table(merged, out, compression="zstd", metadata_collector=footers)
         size = out.tell()
-    return merged.num_rows, size
+    return merged.num_rows, size, footers[0]
 
 
-def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int]:
+def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) -> tuple[int, int, pq.FileMetaData]:
     """The inputs streamed to `path`, their row groups gathered into groups of up to
-    ROW_GROUP_BYTES of Arrow data, each sorted by `time` before it is written. The inputs are
-    read in the order of their ranges of `time` (their footers, read here anyway for their
-    schemas), so the groups follow one another in time and overlap only by the inputs' late
-    events. Not a k-way merge of the inputs into one sorted file: an input is not sorted as a
-    whole (a task's file is sorted part by part), so that would take sorting each input first,
-    a second pass over the bytes; sorting what memory holds already costs no read more, and
-    memory holds at most one gathered group and its sorted copy. Returns the rows read and the
-    bytes written."""
-    footers = []
-    for f in inputs:
-        with filesystem.open_input_file(f"{root}/{f.path}") as source:
-            footer = pq.ParquetFile(source)
-            footers.append((footer.schema_arrow, footer_time_range(footer.metadata)))
-    schema = _unified([found for found, _ in footers])
-    if has_time(schema):
-        order = sorted(range(len(inputs)), key=lambda i: _time_key(footers[i][1]))
-        inputs = [inputs[i] for i in order]
+    ROW_GROUP_BYTES of Arrow data. Returns the rows read, the bytes written and the written
+    file's footer."""
     rows = 0
+    schema = _unified([pq.read_schema(filesystem.open_input_file(f"{root}/{f.path}")) for f in inputs])
     with filesystem.open_output_stream(path) as out:
         with pq.ParquetWriter(out, schema, compression="zstd") as writer:
             pending: list[pa.RecordBatch] = []
@@ -294,18 +282,12 @@ def _merge_streamed(filesystem, root: str, inputs: list[PartFile], path: str) ->
                         pending.append(_conform(batch, schema))
                         rows, held = rows + batch.num_rows, held + pending[-1].nbytes
                         if held >= ROW_GROUP_BYTES:
-                            writer.write_table(_in_time_order(pa.Table.from_batches(pending, schema=schema)))
+                            writer.write_table(pa.Table.from_batches(pending, schema=schema))
                             pending, held = [], 0
             if pending:
-                writer.write_table(_in_time_order(pa.Table.from_batches(pending, schema=schema)))
+                writer.write_table(pa.Table.from_batches(pending, schema=schema))
         size = out.tell()
-    return rows, size
-
-
-def _in_time_order(rows: pa.Table) -> pa.Table:
-    """The rows sorted by `time` (stably: rows of the same time keep their order), or as they
-    are in a table without it."""
-    return rows.sort_by(TIME_COLUMN) if has_time(rows.schema) else rows
+    return rows, size, writer.writer.metadata
 
 
 def _spark_merges(warehouse: Location, tasks: list[list[tuple[int, Merge]]]):
