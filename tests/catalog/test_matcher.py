@@ -60,7 +60,7 @@ def test_a_payload_no_candidate_accepts_is_a_schema_violation_naming_each_candid
     landed.write_text("\n".join(json.dumps(event(n, data)) for n, data in enumerate([{"c": 1}, {"a": 1, "b": 2}])) + "\n")
     result = c.run("0", [Piece(str(landed))])
     assert result.deadletter == {"schema_violation": 1, "ambiguous": 1}
-    ((rel, _, _),) = result.files["deadletter"]
+    ((rel, *_),) = result.files["deadletter"]
     rows = {r["event_id"]: r for r in pq.read_table(tmp_path / "warehouse" / "deadletter" / rel).to_pylist()}
     violation = rows["e0"]
     assert violation["reason"] == "schema_violation"

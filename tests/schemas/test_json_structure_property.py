@@ -63,7 +63,7 @@ def test_any_schema_and_instance_round_trip_without_loss(tmp_path_factory, data,
     landed.write_text(json.dumps(event(wire)) + "\n")
     result = Classifier(plan).run("0", [Piece(str(landed))])
     assert result.deadletter == {} and list(result.files) == [table.name], result.deadletter
-    ((rel, _, _),) = result.files[table.name]
+    ((rel, *_),) = result.files[table.name]
     (row,) = pq.read_table(base / "warehouse" / table.name / rel).to_pylist()
     data_type = arrow_schema(table.schema).field("data").type
     assert row["data"] == pa.array([typed], type=data_type).to_pylist()[0]

@@ -97,14 +97,14 @@ def test_a_generated_instance_lands_in_its_table_with_every_value(catalogs, path
     result = classifier.run(str(catalogs.count), [Piece(str(landed))])
     table = tables[xid]
     if result.deadletter == {"ambiguous": 1}:
-        ((rel, _, _),) = result.files["deadletter"]
+        ((rel, *_),) = result.files["deadletter"]
         (dead,) = pq.read_table(warehouse / "deadletter" / rel).to_pylist()
         assert same_filters(catalog, xid, dead["candidates"]), dead["detail"]
         return
     assert result.deadletter == {}, [pq.read_table(warehouse / "deadletter" / rel).to_pylist()[0]["detail"]
-                                     for rel, _, _ in result.files.get("deadletter", [])]
+                                     for rel, *_ in result.files.get("deadletter", [])]
     assert list(result.files) == [table.name]
-    ((rel, _, _),) = result.files[table.name]
+    ((rel, *_),) = result.files[table.name]
     (row,) = pq.read_table(warehouse / table.name / rel).to_pylist()
     assert row["data"] == stored_form(typed, arrow_schema(table.schema).field("data").type)
 

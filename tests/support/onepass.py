@@ -35,7 +35,7 @@ def run_day(tmp_path: Path, messages: dict | None, records: list, group: str = "
     plan = plan_for(tables, warehouse, DAY)
     pieces = [p for task in plan_tasks(None, partition_files(tmp_path / "landing", DAY), 1) for p in task]
     result = Classifier(plan).run("0", pieces)
-    rows = {name: [row for rel, _, _ in files for row in pq.read_table(warehouse / name / rel).to_pylist()]
+    rows = {name: [row for rel, *_ in files for row in pq.read_table(warehouse / name / rel).to_pylist()]
             for name, files in result.files.items()}
     return result, rows
 
