@@ -119,6 +119,10 @@ def _maintain_command(sub) -> None:
     mt.add_argument("--statistics", action="store_true",
                     help="record column statistics for the files written without them (a warehouse of an older "
                          "release): one commit per table, no row changed")
+    mt.add_argument("--runs", action="store_true",
+                    help="delete the Dagster runs of increments older than --keep-days whose day a later full run "
+                         "closed, with their events (the full runs, and what did not succeed, are kept)")
+    mt.add_argument("--keep-days", type=float, default=None, help="--runs: keep increment runs this long (default 7)")
     mt.add_argument("--dry-run", action="store_true", help="--vacuum: print what would be deleted, delete nothing")
     mt.add_argument("--json", action="store_true", help="print the result as one JSON object")
     mt.set_defaults(func=maintenance.maintain)

@@ -19,15 +19,16 @@ def maintain(args, context: Context) -> int:
     from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
     from catalake.platform.warehouse.queries import warehouse_tables
 
-    if not (args.date or args.start or args.vacuum or args.statistics):
+    if not (args.date or args.start or args.vacuum or args.statistics or args.runs):
         raise UsageError("maintain: say what: --date D (or --from D [--to D]) to compact, --vacuum to vacuum, "
-                         "--statistics to record missing column statistics, or several")
+                         "--statistics to record missing column statistics, --runs to delete superseded "
+                         "increment runs, or several")
     if args.dry_run and not args.vacuum:
         raise UsageError("maintain: --dry-run goes with --vacuum (a compaction is either made or not)")
     settings, store = context.settings, context.store
     names = [t for t in warehouse_tables(store.root).values() if t != CATALOG_TABLE]
     spark = None if settings.engine == "local" else (lambda: context.spark)
-    report: dict = {"compacted": [], "vacuumed": [], "statistics": []}
+    report: dict = {"compacted": [], "vacuumed": [], "statistics": [], "runs": None}
     days = usage.days(args) if (args.date or args.start) else []
     _pass_dead_runs(days)
     for day in days:
@@ -59,9 +60,32 @@ def maintain(args, context: Context) -> int:
                   f"{sum(v.bytes for v in vacuumed)} bytes, in {sum(1 for v in vacuumed if v.files)} of "
                   f"{len(vacuumed)} table(s)"
                   + "".join(f"\n  {v.table}: {v.files} file(s), {v.bytes} bytes" for v in vacuumed if v.files))
+    if args.runs:
+        report["runs"] = _delete_runs(args, settings)
+        if not args.json:
+            runs = report["runs"]
+            print(f"runs: deleted {runs['deleted']} increment run(s) of {len(runs['days'])} day(s) their full runs "
+                  f"closed; {runs['kept_open']} kept (their day has no full run yet)")
     if args.json:
         print(json.dumps(report, sort_keys=True))
     return 0
+
+
+def _delete_runs(args, settings) -> dict:
+    """The increment runs a later full run of their day superseded, deleted (retention.py)."""
+    import os
+
+    if not os.environ.get("DAGSTER_HOME"):
+        raise UsageError("maintain --runs: DAGSTER_HOME is not set: which Dagster instance?")
+    from catalake.defs.names import DEFAULT
+    from catalake.instance import dagster_instance
+    from catalake.retention import KEEP_DAYS, delete_runs
+
+    keep = KEEP_DAYS if args.keep_days is None else args.keep_days
+    if keep < 0:
+        raise UsageError(f"maintain: --keep-days {keep:g} is negative")
+    with dagster_instance() as instance:
+        return delete_runs(instance, DEFAULT.of("events_job"), keep).as_json()
 
 
 def _pass_dead_runs(days) -> None:

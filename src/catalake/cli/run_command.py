@@ -236,6 +236,8 @@ def _report(args, settings: Settings, day, result: dict, run_id: str, out) -> No
     kind = {"incremental": "increment: ", "full": "full run: "}.get(result.get("kind"), "")
     if result.get("fallback"):
         print(f"{day}: a full run instead of an increment: {result['fallback']}", file=sys.stderr)
-    print(f"{day}: {kind}{result['records']} records -> {sum(result['tables'].values())} in "
-          f"{len([n for n in result['tables'].values() if n])} message table(s), {dead} dead-lettered "
+    # an increment's result lists the tables it added most rows to, and counts them all
+    rows = result.get("rows_to_tables", sum(result["tables"].values()))
+    fed = result.get("tables_fed", len([n for n in result["tables"].values() if n]))
+    print(f"{day}: {kind}{result['records']} records -> {rows} in {fed} message table(s), {dead} dead-lettered "
           f"{dict(sorted(result['deadletter'].items()))}  (engine: {result['engine']}; run {run_id})", file=out)

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from dagster import (AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, AssetKey,
                      AssetMaterialization, AssetSpec, BackfillPolicy, DailyPartitionsDefinition, Failure,
-                     FreshnessPolicy, MetadataValue, multi_asset)
+                     AssetObservation, FreshnessPolicy, MetadataValue, multi_asset)
 
 from catalake.display import markdown_table
 from catalake.platform import layouts, uris
 from catalake.platform.config import DAYS_PER_RUN
+# "true": the run reads what landed since the day's last run (retention.py deletes such runs once superseded)
+from catalake.retention import INCREMENTAL_TAG
 
 from ..failures import failing_plainly, progress_log
 from ..metadata import days_materialized
@@ -157,10 +159,22 @@ def classify(context: AssetExecutionContext, resources, store, tables, days: lis
 def report_days(context: AssetExecutionContext, warehouse, store, tables, key_of, every_table: bool,
                 results: dict) -> None:
     """Each day's materialization and `expectations` check of every table reported, stored in
-    batches; the seconds spent in each day's result (`quality_docs`, `events`)."""
+    batches; the seconds spent in each day's result (`quality_docs`, `events`). An increment
+    reports what changed instead (report_increment)."""
     from catalake.eventlog import event_batch
 
     clock = time.perf_counter()
+    increments = {day: result for day, result in results.items() if result.kind == "incremental"}
+    if increments:
+        with event_batch(context.instance):
+            for day, result in increments.items():
+                report_increment(context, tables, key_of, day, result)
+        for result in increments.values():
+            result.seconds.update(events=round(time.perf_counter() - clock, 3))
+        results = {day: result for day, result in results.items() if day not in increments}
+        if not results:
+            return
+        clock = time.perf_counter()
     with event_batch(context.instance):  # stored together: 2 ms a table (eventlog.py)
         reported = {day: report_tables(context, warehouse.record_empty, store, tables, key_of, every_table, day, result)
                     for day, result in results.items()}
@@ -221,7 +235,6 @@ def proven_days(context: AssetExecutionContext, warehouse, store, tables, only: 
     return proofs, materializations
 
 
-INCREMENTAL_TAG = "catalake/incremental"  # "true": the run reads what landed since the day's last run
 # "true": an incremental run commits each table when it is due (runs/cadence.py), else every table it feeds
 CADENCE_TAG = "catalake/cadence"
 
@@ -245,6 +258,13 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
 
     sql_of = {t.message.xid: t.message.table_name for t in tables}
     due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
+    fed = sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])
+    if result.kind == "incremental":  # one event an increment, whatever the tables: the most rows added
+        fed = sorted(result.tables.items(), key=lambda kv: -kv[1])[:SHOWN_TABLES]
+    run = result.as_json()
+    if result.kind == "incremental":  # `catalake run` prints these: all tables counted, the first listed
+        run.update(tables=dict(fed), tables_fed=sum(1 for n in result.tables.values() if n),
+                   rows_to_tables=sum(result.tables.values()))
     return AssetMaterialization(
         asset_key=key,
         partition=result.partition,
@@ -257,15 +277,16 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
             **({"fallback": result.fallback} if result.fallback else {}),
             **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
                 "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
-            **({"rows_added": sum(result.deadletter.values())} if result.kind == "incremental" else {}),
+            **({"rows_added": sum(result.deadletter.values()), "tables_fed": run["tables_fed"],
+                "rows_added_to_tables": run["rows_to_tables"]} if result.kind == "incremental" else {}),
             **freshness_metadata(result),
             "by_reason": MetadataValue.json(result.deadletter),
             "per_table": MetadataValue.md(markdown_table(
                 ["table", "message", "rows"],
-                [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])]
+                [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in fed]
                 + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
             )),
-            "result": MetadataValue.json(result.as_json()),
+            "result": MetadataValue.json(run),
             "seconds": MetadataValue.json(result.seconds),
             "landing": result.landing,
             "landing_files": len(result.files),
@@ -292,6 +313,9 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
     day's partition, tied to the day's materialization (`target`)."""
     from catalake.platform.warehouse.queries import analyst_name
 
+    per_table = counts["per_table"].items()
+    if result.kind == "incremental":  # bounded as the increment's other events (report_increment)
+        per_table = sorted(per_table, key=lambda kv: -kv[1])[:SHOWN_TABLES]
     yield AssetCheckEvaluation(
         asset_key=key,
         check_name="conservation",
@@ -302,7 +326,8 @@ def deadletter_checks(result, ok: bool, counts: dict, landing, day: dt.date, key
         severity=AssetCheckSeverity.ERROR,
         metadata={"records_read": counts["records_read"], "rows_stored": counts["rows_stored"],
                   **({"rows_staged": counts["rows_staged"]} if "rows_staged" in counts else {}),
-                  "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in counts["per_table"].items()})},
+                  "tables": len(counts["per_table"]),
+                  "per_table": MetadataValue.json({analyst_name(n): rows for n, rows in per_table})},
     )
     yield AssetCheckEvaluation(
         asset_key=key,
@@ -364,6 +389,43 @@ def report_tables(context, record_empty: bool, store, tables, key_of, every_tabl
                     metadata={"dagster/partition_row_count": 0, **table_location(store, table.name)},
                 ))
     return reported
+
+
+SHOWN_TABLES = 20  # the most an increment reports a table by an event of its own (report_increment)
+
+
+def report_increment(context, tables, key_of, day: dt.date, result) -> None:
+    """What an increment records beside `deadletter`'s materialization and checks: no
+    materialization and no check per table it committed (two events a table, thousands an
+    increment at 5,000 tables: the day's full run materializes each table's day and its checks),
+    but, each bounded by SHOWN_TABLES,
+    * an observation of each table past its freshness target, the stalest first, with its lag
+      (the `freshness` check on `deadletter` names them all);
+    * the `expectations` check of each table whose expectations failed among the tables it
+      committed, the most unexpected records first.
+    The day's GX results are written by the day's full run, over the whole day (an increment's
+    are the day's so far: results.py)."""
+    from catalake.platform.quality.validator import pass_outcome
+    from catalake.platform.warehouse.queries import analyst_name
+
+    partition = day.isoformat()
+    stale = sorted(((name, f) for name, f in result.freshness.items() if not f.fresh and name in key_of),
+                   key=lambda item: -max(item[1].lag, item[1].committed_lag or 0.0))
+    for name, fresh in stale[:SHOWN_TABLES]:
+        context.log_event(AssetObservation(asset_key=key_of[name], partition=partition, metadata={
+            "freshness": "stale", "dagster/table_name": analyst_name(name), "run_kind": result.kind,
+            **table_freshness(result, name), "staged_rows": fresh.staged_rows}))
+    committed = {name for name, f in result.freshness.items() if f.due} or set(result.written)
+    failing = []
+    for table in tables:
+        quality = result.quality.get(table.name)
+        if table.name not in committed or quality is None:
+            continue
+        outcome = pass_outcome(table.message.table_name, quality.results, quality.types, quality.rejected)
+        if outcome.errors or outcome.warnings:
+            failing.append((sum(o.unexpected_count or 0 for o in outcome.outcomes), table, outcome))
+    for _, table, outcome in sorted(failing, key=lambda item: -item[0])[:SHOWN_TABLES]:
+        context.log_event(check_evaluation(key_of[table.name], outcome, partition, None, run_kind=result.kind))
 
 
 def table_location(store, name: str) -> dict:

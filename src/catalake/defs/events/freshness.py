@@ -1,8 +1,9 @@
-"""Each table's freshness as Dagster users see it (issue 65; runs/cadence.py): the lag of every
-table an increment commits on its materialization (`lag_seconds`, `committed_lag_seconds`,
-`target_seconds`: numbers, which Dagster plots over time), and the increment's `freshness` check
-on `deadletter`, which fails naming every table whose lag passed its target, staged ones
-included, with the lag of each table the increment fed or holds staged.
+"""Each table's freshness as Dagster users see it (issue 65; runs/cadence.py): the increment's
+`freshness` check on `deadletter`, which fails naming every table whose lag passed its target,
+staged ones included, with the lag of the most lagging tables (`lag_by_table`, also in the
+increment's `deadletter` materialization), and an observation of each table past its target
+(the stalest 20 an increment: `lag_seconds`, `committed_lag_seconds`, `target_seconds`), on the
+table's own asset page (issue 73: not a materialization per table and increment).
 
 One check for all the tables, not one per message asset: at 5,000 tables a check per asset is
 one more Dagster event per table and increment (5 s more of an increment: with increments every
@@ -33,7 +34,7 @@ def freshness_check_spec(key: AssetKey, partitions_def):
             "table; an increment commits the tables that are due and stages the others.\n\n"
             "- `max_lag_seconds`: the oldest age among the records the run committed or holds staged.\n"
             "- `stale_tables`: the tables whose lag passed their target, listed in `lag_by_table`.\n"
-            "- **Failed, WARN**: a table's lag passed its target. Each message asset's materialization shows "
+            "- **Failed, WARN**: a table's lag passed its target. Each such message asset gets an observation with "
             "its own `lag_seconds` and `committed_lag_seconds`."),
     )
 

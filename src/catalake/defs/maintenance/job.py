@@ -32,6 +32,10 @@ class MaintenanceConfig(Config):
     # record column statistics for the files written without them (a warehouse of an older
     # release; every commit since carries them): off by default, it loads every table's log
     statistics: bool = False
+    # delete the increment runs older than `keep_runs_days` whose day a later full run closed
+    # (catalake/retention.py): what a year of increments leaves that no one needs
+    runs: bool = True
+    keep_runs_days: float = 7.0
 
 
 def build_maintenance_job(partitions_def, names: Names = DEFAULT):
@@ -43,7 +47,9 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
         a concurrent run changed is left as it is), then vacuums every table: the files no
         version inside the retention period references are deleted and each Delta log is
         checkpointed and trimmed. Each table's observation shows its files and bytes before and
-        after, and the bytes the vacuum removed."""
+        after, and the bytes the vacuum removed. Then the increment runs older than a week whose
+        day a later full run closed are deleted from the instance, with their events (the full
+        runs, which hold each table's day and checks, are kept)."""
         from catalake.platform.warehouse.catalog_table import CATALOG_TABLE
         from catalake.platform.warehouse.queries import warehouse_tables
 
@@ -59,6 +65,13 @@ def build_maintenance_job(partitions_def, names: Names = DEFAULT):
             _compact(context, config, resources, store, tables, key_of)
         if config.statistics:
             _statistics(context, store, [*tables, CATALOG_TABLE], key_of)
+        if config.runs:
+            from catalake.retention import delete_runs
+
+            retained = delete_runs(context.instance, names.of("events_job"), config.keep_runs_days,
+                                   progress=context.log.info)
+            context.log.info(f"runs: {retained.deleted} superseded increment run(s) deleted, {retained.kept_open} "
+                             "kept (their day has no full run yet)")
         if config.vacuum:
             _vacuum(context, config, resources.warehouse, store, [*tables, CATALOG_TABLE], key_of)
 
@@ -166,7 +179,7 @@ def build_compaction_sensor(events_job, maintenance_job, names: Names = DEFAULT)
         if due is None or not due.value:
             return SkipReason(f"{day}: no table-partition over the file threshold")
         return RunRequest(run_key=f"compact:{day}:{run.run_id}", partition_key=day, run_config={
-            "ops": {names.of(MAINTAIN_OP): {"config": {"closed_day": False, "vacuum": False}}}})
+            "ops": {names.of(MAINTAIN_OP): {"config": {"closed_day": False, "vacuum": False, "runs": False}}}})
 
     return compaction_sensor
 
