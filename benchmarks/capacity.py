@@ -48,6 +48,11 @@ from workload import DAY, event, fresh_catalog
 
 CALIBRATION_INTERVAL = 10  # the calibration tables' delta.checkpointInterval: two cycles in 21 increments
 DAGSTER_SECONDS_PER_EVENT = 0.00095  # benchmarks/RESULTS.md: 1.87-2.02 ms a table for a materialization and a check
+# issue 73 (benchmarks/increment_events.py, 100 and 1,000 definitions): an increment's run stores 22
+# events, 44 KB, whatever the tables it commits; at most 20 observations (late tables) and 20
+# failed checks more. A full run: a materialization and a check per table, 6.3 KB a table.
+INCREMENT_EVENTS, INCREMENT_EVENT_BYTES = 22, 44_000
+FULL_RUN_EVENT_BYTES_PER_TABLE = 12_600
 # Amazon S3 Standard request prices (us-east-1, per 1,000 requests): writes and listings, reads.
 # DELETE is free.
 PRICE_PER_1000 = {"PUT": 0.005, "POST": 0.005, "LIST": 0.005, "GET": 0.0004, "HEAD": 0.0004, "DELETE": 0.0}
@@ -98,6 +103,7 @@ class Scenario:
     launch_seconds: float = 10.0  # cadence.LAUNCH_SECONDS: a sensor's run request until its step starts
     checkpoint_interval: int = 100  # the tables' delta.checkpointInterval
     before_issue_65: bool = False  # every commit through delta-rs, its log loaded (the figures of session 16)
+    before_issue_73: bool = False  # a materialization and a check per table and increment (6.3 KB each)
 
 
 def _add(into: dict, per: dict, n: float) -> None:
@@ -167,9 +173,9 @@ def model(s: Scenario, c: Costs) -> dict:
             "classification": (c.run_cpu_seconds + fed * c.cpu_seconds_per_definition
                                + per_increment_events * c.cpu_seconds_per_record) / s.cluster_cores,
             "commits": commits_per * (append_seconds + sum(append.values()) * s.request_seconds / s.commit_threads),
-            # a materialization and its expectations check per table committed (the run's freshness
-            # check is one, on deadletter)
-            "dagster": commits_per * 2 * c.dagster_seconds_per_event,
+            # before issue 73 a materialization and its expectations check per table committed; now
+            # the run's few events whatever it commits
+            "dagster": (commits_per * 2 if s.before_issue_73 else INCREMENT_EVENTS) * c.dagster_seconds_per_event,
         }
         run_seconds = sum(increment_seconds.values())
     # checkpoint_job's share, a run of its own beside the increments (before issue 65: in the commits)
@@ -230,7 +236,11 @@ def model(s: Scenario, c: Costs) -> dict:
             "requests": {m: round(n) for m, n in sorted(day_requests.items())},
             "requests_total": round(sum(day_requests.values())),
             "request_price_usd": round(sum(n * PRICE_PER_1000.get(m, 0.0004) / 1000 for m, n in day_requests.items()), 2),
-            "dagster_events": round(commits * 2 + full_fed * 2),
+            "dagster_events": round((commits * 2 if s.before_issue_73 else INCREMENT_EVENTS * s.increments_per_day)
+                                    + full_fed * 2),
+            "dagster_event_mb": round(((commits * FULL_RUN_EVENT_BYTES_PER_TABLE if s.before_issue_73
+                                        else INCREMENT_EVENT_BYTES * s.increments_per_day)
+                                       + full_fed * FULL_RUN_EVENT_BYTES_PER_TABLE) / 1e6),
         },
     }
 

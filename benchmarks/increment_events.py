@@ -67,16 +67,18 @@ def measure(work: Path, definitions: int) -> dict:
     with DagsterInstance.get() as instance:
         run = next(r for r in instance.get_runs() if r.job_name == "events_job")
         logged = instance.all_logs(run.run_id)
-        kinds: dict[str, int] = {}
+        kinds: dict[str, list[int]] = {}  # kind -> [events, bytes]
         for entry in logged:
             kind = entry.dagster_event.event_type_value if entry.dagster_event else "log message"
-            kinds[kind] = kinds.get(kind, 0) + 1
+            counted = kinds.setdefault(kind, [0, 0])
+            counted[0] += 1
+            counted[1] += len(serialize_value(entry))
         materialized = [e.dagster_event.event_specific_data.materialization for e in logged
                         if e.dagster_event and e.dagster_event.event_type == DagsterEventType.ASSET_MATERIALIZATION]
         dead = next(m for m in materialized if m.asset_key.path == ["deadletter"])
         return {"definitions": definitions, "first_run": first["kind"], "increment": increment["kind"],
                 "tables_fed": increment.get("tables_fed", len(increment["tables"])), "events": len(logged),
-                "event_bytes": sum(len(serialize_value(e)) for e in logged), "by_kind": kinds,
+                "event_bytes": sum(len(serialize_value(e)) for e in logged), "by_kind": {k: {"events": n, "bytes": b} for k, (n, b) in kinds.items()},
                 "events_s": dead.metadata["seconds"].value.get("events"), "process_s": round(seconds, 2)}
 
 
