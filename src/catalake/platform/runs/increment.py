@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from ..defaults import LAYOUT
 from ..landing.listing import DayListing, check_root, list_day
-from ..landing.planning import Piece, pack
+from ..landing.planning import Piece, pack_by_size
 from ..uris import Location
 from ..warehouse.appends import Tip, schema_key
 from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
@@ -169,7 +169,7 @@ def _run_increment(spark, store: DeltaStore, tables: Sequence[MessageTable], pla
     day = plan.day
     size = result.read["bytes"]
     result.engine, session = engine_for(size, local_bytes, spark)
-    tasks = pack([(p.length, p) for p in pieces],
+    tasks = pack_by_size([(p.length, p) for p in pieces],
                  parallelism(session) if session is not None else (os.cpu_count() or 2))
     progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} "
              f"task(s) on {result.engine.describe()}")
