@@ -43,7 +43,7 @@ def query_seconds(root: Path, names: list[str]) -> dict[str, float]:
     from deltalake import DeltaTable
 
     from catalake.platform.uris import Location
-    from catalake.platform.warehouse.files import snapshot_dataset
+    from catalake.platform.warehouse.datasets import snapshot_dataset
 
     sql = " UNION ALL ".join(f"SELECT count(*) AS n, count(DISTINCT source_line) AS d FROM t{i}" for i in range(len(names)))
 

@@ -12,7 +12,7 @@ For one day (`event_date =`), one hour of it (`time >= .. and time < ..`) and on
 (`ride_id =`), side by side in this process: the files a reader opens and DuckDB's warm time
 (median of `--repeats`) over
 * `catalake`: the table's snapshot as catalake's `catalake sql` and notebooks read it
-  (`files.snapshot_dataset`: the log's statistics rule files out);
+  (`datasets.snapshot_dataset`: the log's statistics rule files out);
 * `deltalake`: deltalake's own `to_pyarrow_dataset()` of the same snapshot;
 * `parquet_glob`: DuckDB's `read_parquet` over the table's folder (every footer read; it also
   reads files the log removed);
@@ -38,7 +38,7 @@ import pyarrow.dataset as pads
 from deltalake import DeltaTable
 
 from catalake.platform.uris import Location
-from catalake.platform.warehouse.files import snapshot_dataset
+from catalake.platform.warehouse.datasets import snapshot_dataset
 from catalake.platform.warehouse.queries import analyst_name, warehouse_tables
 from catalake.platform.warehouse.store import DeltaStore
 

@@ -43,7 +43,8 @@ from pyspark.sql.types import (ArrayType, DateType, DoubleType, IntegerType, Lon
 from deltalake import DeltaTable
 
 from catalake.platform.warehouse.arrowschemas import arrow_schema
-from catalake.platform.warehouse.files import PartFile, PartFiles, snapshot_dataset
+from catalake.platform.warehouse.datasets import snapshot_dataset
+from catalake.platform.warehouse.files import PartFile, PartFiles
 from catalake.platform.warehouse.statistics import has_column_statistics
 from catalake.platform.warehouse.store import DeltaStore
 from support.runs import no_spark

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import Iterator
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -80,13 +81,8 @@ def _remove_concurrent(root: Location, table: DeltaTable, read_version: int, ver
     if version <= read_version + 1:
         return
     column, values = replaced(replace)
-    added: set[str] = set()
-    for between in range(read_version + 1, version):
-        with root.filesystem.open_input_stream(f"{root.path}/_delta_log/{between:020d}.json") as log:
-            for line in log.read().splitlines():
-                action = json.loads(line).get("add")
-                if action and partition_value((action.get("partitionValues") or {}).get(column)) in values:
-                    added.add(unquote(action["path"]))
+    added = {unquote(action["path"]) for action in _actions_between(root, read_version, version, "add")
+             if partition_value((action.get("partitionValues") or {}).get(column)) in values}
     for attempt in range(COMMIT_ATTEMPTS):
         table.update_incremental()
         current = pa.table(table.get_add_actions(flatten=True)).to_pydict()
@@ -241,7 +237,7 @@ def commit_statistics(root: Location, table: DeltaTable, files: list[WrittenFile
                                        COMMIT_KEY: commit, "catalake.operation": "statistics"}),
                                    post_commithook_properties=NO_HOOKS)
     version = _committed_version(table, commit, read_version)
-    removed = _removed_between(root, read_version, version) & {f.path for f in files}
+    removed = {unquote(a["path"]) for a in _actions_between(root, read_version, version, "remove")} & {f.path for f in files}
     if removed:
         now = int(time.time() * 1000)
         table.create_write_transaction(
@@ -252,13 +248,11 @@ def commit_statistics(root: Location, table: DeltaTable, files: list[WrittenFile
     return version
 
 
-def _removed_between(root: Location, after: int, before: int) -> set[str]:
-    """The paths the log's versions `after + 1 .. before - 1` removed."""
-    removed: set[str] = set()
+def _actions_between(root: Location, after: int, before: int, kind: str) -> Iterator[dict]:
+    """The `kind` actions ("add", "remove") of the log's versions `after + 1 .. before - 1`."""
     for between in range(after + 1, before):
         with root.filesystem.open_input_stream(f"{root.path}/_delta_log/{between:020d}.json") as log:
             for line in log.read().splitlines():
-                action = json.loads(line).get("remove")
+                action = json.loads(line).get(kind)
                 if action:
-                    removed.add(unquote(action["path"]))
-    return removed
+                    yield action

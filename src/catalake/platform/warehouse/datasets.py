@@ -32,10 +32,10 @@ from deltalake import DeltaTable
 from pyarrow import fs as pafs
 
 from ..uris import Location
+from .files import TIME_COLUMN
 
 ONE_MS = dt.timedelta(milliseconds=1)
 GROUPED_FROM = 64  # files from which a snapshot's files are grouped (fewer: one level is as fast)
-TIME = "time"  # the envelope's event time, by which a day's files are laid out (runs/taskio.py)
 
 
 def _prunable(type_: pa.DataType) -> bool:
@@ -90,12 +90,16 @@ def _and(terms: list) -> ds.Expression:
     return guarantee
 
 
-def pruned_dataset(table: DeltaTable, location: Location) -> ds.Dataset:
+def snapshot_dataset(table: DeltaTable, location: Location) -> ds.Dataset:
     """The snapshot of `table` (at `location`) as a dataset of its files, each guaranteed its
     partition values and its distinguishing columns' bounds, in groups of about the square root
     of their number in the order of their partitions and times, each group guaranteed the hull
     of its files' bounds: a filter rules out a group before its files (see the module's
-    docstring). Read through pyarrow's own filesystem (files.snapshot_dataset says why)."""
+    docstring). Read through pyarrow's own filesystem: deltalake's default reads through a Python
+    filesystem handler (`DeltaStorageHandler`) called from Arrow's I/O threads, which outlive the
+    interpreter: a process that read a table that way aborted at exit about one time in four
+    here (`terminate called without an active exception`, exit 134, its work done; delta-rs
+    issue 2184)."""
     schema = pa.schema(table.schema().to_arrow())
     partition_by = list(table.metadata().partition_columns)
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -130,7 +134,7 @@ def pruned_dataset(table: DeltaTable, location: Location) -> ds.Dataset:
         return ds.FileSystemDataset(fragments, schema, fmt, filesystem)
     order = sorted(range(len(fragments)), key=lambda i: tuple(
         (b[i].low is None, 0 if b[i].low is None else b[i].low) for name, b in columns.items()
-        if name in partition_by or name == TIME))
+        if name in partition_by or name == TIME_COLUMN))
     size = math.isqrt(len(fragments))
     children = []
     for start in range(0, len(order), size):

@@ -51,10 +51,10 @@ class Plugin(BasePlugin):
 
     def load(self, source_config: SourceConfig):
         """The source's Delta table as a pyarrow dataset of its current snapshot, whose files
-        the models' filters rule out by the log's statistics (files.snapshot_dataset)."""
+        the models' filters rule out by the log's statistics (datasets.snapshot_dataset)."""
         from deltalake import DeltaTable
 
-        from .files import snapshot_dataset
+        from .datasets import snapshot_dataset
 
         path = source_config["delta_table_path"]
         if path not in self._datasets:

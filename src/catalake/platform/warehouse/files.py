@@ -34,6 +34,7 @@ from .statistics import stats_json
 
 STAGING_PREFIX = ".staging-"  # hidden: no Spark or Delta reader lists it
 PARTITION_COLUMN = "event_date"  # the warehouse's tables are partitioned by day
+TIME_COLUMN = "time"  # the CloudEvents time of a message table's row: a day's files follow it
 
 
 class PartFile(NamedTuple):
@@ -229,21 +230,9 @@ class PartFiles:
         self.files = {}
 
 
-def snapshot_dataset(table, location: Location):
-    """A Delta table's snapshot (`table`, a `deltalake.DeltaTable` at `location`) as a pyarrow
-    dataset whose files a filter rules out by the log's statistics (datasets.pruned_dataset),
-    read through pyarrow's own filesystem. deltalake's default reads through a Python
-    filesystem handler (`DeltaStorageHandler`) called from Arrow's I/O threads, which outlive the
-    interpreter: a process that read a table that way aborted at exit about one time in four
-    here (`terminate called without an active exception`, exit 134, its work done; delta-rs
-    issue 2184)."""
-    from .datasets import pruned_dataset
-
-    return pruned_dataset(table, location)
-
-
 def read_snapshot(table, location: Location, columns: list[str] | None = None, partitions=None, filters=None) -> pa.Table:
-    """The snapshot's rows as one Arrow table (see `snapshot_dataset`), with deltalake's
+    """The snapshot's rows as one Arrow table, read through pyarrow's own filesystem
+    (datasets.snapshot_dataset says why), with deltalake's
     `to_pyarrow_table` arguments."""
     return table.to_pyarrow_table(partitions=partitions, columns=columns, filters=filters, filesystem=_rooted(location))
 

@@ -43,7 +43,7 @@ from ..errors import MergeError
 from ..landing.planning import contiguous_runs
 from ..spark import is_session
 from ..uris import Location
-from .files import PartFile
+from .files import TIME_COLUMN, PartFile
 from .statistics import stats_json
 
 MERGE_OUTPUT = "merge int, json string"
@@ -60,7 +60,6 @@ WHOLE_READ_BYTES = 16 << 20  # a merge of inputs up to this reads each whole (me
 # executors' cores (more than the driver's on a cluster) should do it. The driver holds at most
 # this much Parquet at once, as a local increment (CATALAKE_LOCAL_TASK_BYTES) does.
 DRIVER_MERGE_BYTES = 8 << 20
-TIME_COLUMN = "time"  # the CloudEvents time of a message table's row: what merges keep in order
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 FOOTER_THREADS = 8  # footers read at once to order a partition's files by time (a request each on object storage)
 
@@ -96,38 +95,10 @@ def merge_groups(files: Sequence[PartFile], target: int,
     return [small[run.start:run.stop] for run in contiguous_runs([f.size for f in small], count) if len(run) > 1]
 
 
-def has_time(schema: pa.Schema) -> bool:
-    """Whether the rows carry the CloudEvents `time` as a timestamp (every message table of an
-    envelope does; the dead-letter table does not)."""
-    index = schema.get_field_index(TIME_COLUMN)
-    return index >= 0 and pa.types.is_timestamp(schema.field(index).type)
-
-
-def footer_time_range(footer: pq.FileMetaData) -> tuple[int, int] | None:
-    """The least and greatest `time` of a Parquet file (microseconds since the epoch) from its
-    row groups' statistics in its footer; None when it has no such column, no value there, or a
-    row group without statistics (then nothing is known of its range)."""
-    schema = footer.schema.to_arrow_schema()
-    if not has_time(schema):
-        return None
-    per_us = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": None}[schema.field(TIME_COLUMN).type.unit]
-    column = next(i for i in range(footer.num_columns) if footer.schema.column(i).path == TIME_COLUMN)
-    lows, highs = [], []
-    for g in range(footer.num_row_groups):
-        group = footer.row_group(g)
-        stats = group.column(column).statistics
-        if stats is not None and stats.has_min_max:
-            lows.append(stats.min_raw * per_us if per_us else stats.min_raw // 1_000)
-            highs.append(stats.max_raw * per_us if per_us else -(-stats.max_raw // 1_000))
-        elif group.num_rows and not (stats is not None and stats.null_count == group.num_rows):
-            return None  # values of unknown times
-    return (min(lows), max(highs)) if lows else None
-
-
 def time_order(warehouse: Location, table: str, files: Sequence[PartFile]) -> list[PartFile]:
     """The files of a table-partition (paths relative to the table) by their range of `time`:
     least, then greatest; from a file's Delta statistics where it carries them (`stats`, as a
-    task's files do), else from its footer (footer_time_range). A file whose range is not known
+    task's files do), else from the same statistics of its footer. A file whose range is not known
     (no `time`, no statistics) comes after the others, in the order it came (the sort is stable,
     so a table without `time` keeps its files' order)."""
     filesystem = warehouse.filesystem
@@ -137,7 +108,7 @@ def time_order(warehouse: Location, table: str, files: Sequence[PartFile]) -> li
         found = stats_time_range(getattr(f, "stats", None))
         if found is None:
             with filesystem.open_input_file(f"{root}/{f.path}") as source:
-                found = footer_time_range(pq.ParquetFile(source).metadata)
+                found = stats_time_range(stats_json(pq.ParquetFile(source).metadata))
         return _time_key(found)
 
     with ThreadPoolExecutor(max(1, min(FOOTER_THREADS, len(files)))) as pool:

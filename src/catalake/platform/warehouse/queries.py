@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..uris import Location
 from .catalog_table import CATALOG_TABLE
 from .deadletters import DEADLETTER_TABLE
-from .files import snapshot_dataset
+from .datasets import snapshot_dataset
 from .message_tables import MESSAGES_PREFIX
 from .store import DeltaStore
 
