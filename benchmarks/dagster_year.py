@@ -5,8 +5,8 @@ runs leaves in PostgreSQL, and what the UI's own queries cost against it.
     .venv/bin/python benchmarks/dagster_year.py --definitions 100 --days 30             # a quick check
     .venv/bin/python benchmarks/dagster_year.py --definitions 1000 --days 3 --increments-per-day 48 \\
         --increment-days 1 --increment-events tables --no-queries                     # today's increments
-    .venv/bin/python benchmarks/dagster_year.py --definitions 5000 --days 3 --increments-per-day 96 \\
-        --increment-days 1 --increment-events few --no-queries                        # a few events each
+    .venv/bin/python benchmarks/dagster_year.py --definitions 5000 --days 4 --increments-per-day 96 \\
+        --increment-days 2 --increment-events few --no-queries                        # catalake now
     .venv/bin/python benchmarks/dagster_year.py --definitions 100 --days 5 --increments-per-day 4 \\
         --increment-days 2 --verify-bulk                                              # bulk rows == Dagster's
     .venv/bin/python benchmarks/dagster_year.py --definitions 5000 --keep --work DIR    # then, to time again:
@@ -54,14 +54,18 @@ saying when a row was written are left out): identical, or it exits 1.
 **Increments** (`--increments-per-day K`, for the last `--increment-days` days; 0 by default): K
 runs of `events_job` for the day before its nightly run, tagged as the landing sensor's
 (`catalake/incremental`, `catalake/cadence`), each with the same run events, and:
-- `--increment-events tables` (what catalake does today): the materialization and `expectations`
+- `--increment-events tables` (catalake before issue 73): the materialization and `expectations`
   check of every table the increment commits (`--increment-tables`, default all: at 1B events a
   day every table is fed every increment), `run_kind: incremental` with `rows_added`, the lag and
   the partition's total, then `deadletter`'s materialization and its three checks;
-- `--increment-events few` (the new design): `deadletter`'s materialization and its `freshness`
-  check evaluation only (two planned events, not four).
-In both, `deadletter`'s materialization lists the tables the increment fed, as
-`deadletter_materialization` does today.
+- `--increment-events few` (catalake now, `report_increment`): `deadletter`'s materialization
+  (`deadletter_materialization`'s summary of an increment) and its three checks, logged (no
+  output each).
+In both, the step's output carries no metadata (`days_materialized`: it is the
+materialization's). The growth of the database over a day's increments is measured between two
+plain VACUUMs (what autovacuum leaves: the dead rows' space reused, not returned), and the last
+increment day's is the one reported (`--increment-days 2`: the steady state, the day before's
+dead rows reused).
 
 **Not simulated**: the Spark job's own log lines; failed or partial runs and failing expectations
 (their examples); `catalake_job`, dbt, data docs, replay, validation and maintenance runs (the
@@ -76,8 +80,9 @@ dagster-graphql's `execute_dagster_graphql` in a `WorkspaceRequestContext` of wo
 location (`catalake.definitions` in a code server process, as the webserver starts it) on this
 instance: warm (the median of `--repeats` after one discarded), and with the asset status cache
 cleared before each (`instance.wipe_asset_cached_status`: the `cached_status_data` column of
-`asset_keys` that partition statuses are built from; asset checks' partition statuses have no
-such cache in open-source Dagster: they are read from `asset_check_executions` every time):
+`asset_keys` that partition statuses are built from; and catalake's own of each partitioned
+check's statuses, `catalake/asset_check_state/<check>` in the instance's kvs, which open-source
+Dagster does not keep: `CheckStateCheckpoints` in src/catalake/eventlog.py):
 - the asset catalog (open-source `AssetsCatalogTable`): `AssetRecordsQuery` in the UI's pages of
   1,000, plus `AssetGraphLiveQuery` for the rows on screen (`--visible-rows`, in the UI's batches
   of 10); `LocationWorkspaceAssetsQuery` (the definitions, kept by the UI in IndexedDB) apart;
@@ -531,7 +536,6 @@ class Year:
         stores them. Run ids are made from the day and the increment (`--verify-bulk` compares two
         databases filled alike)."""
         from catalake.defs.events.assets import deadletter_checks, deadletter_materialization
-        from catalake.defs.events.freshness import freshness_evaluation
         from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
         from dagster import DagsterRun
         from dagster._core.definitions.asset_checks.asset_check_evaluation import (
@@ -556,7 +560,7 @@ class Year:
         self.instance.add_run(DagsterRun(job_name=JOB, run_id=run_id, asset_selection=frozenset({self.deadletter}),
                                          step_keys_to_execute=[STEP], status=DagsterRunStatus.NOT_STARTED, tags=tags,
                                          partitions_subset=subset, remote_job_origin=self.origin))
-        checks = ["freshness"] if design == "few" and incremental else ["conservation", "landing", "freshness"]
+        checks = ["conservation", "landing", "freshness"]
         t = start
         ev = self._event
         E = DagsterEventType
@@ -596,26 +600,25 @@ class Year:
         material = deadletter_materialization(result, self.store, self.tables, 32, self.deadletter)
         self.build_s += time.perf_counter() - clock
         self._store([self._line(run_id, t, f"{partition}: seconds per phase: {result.seconds}"),
-                     self._output(run_id, t + 0.1, "deadletter", material.metadata),
+                     self._output(run_id, t + 0.1, "deadletter", {}),  # its metadata is the materialization's
                      self._materialization(run_id, t + 0.2, material)])
         clock = time.perf_counter()
         last = self.instance.get_asset_records([self.deadletter])[0].asset_entry.last_materialization_record
         target = AssetCheckEvaluationTargetMaterializationData(storage_id=last.storage_id, run_id=run_id,
                                                                timestamp=last.timestamp)
-        if design == "few" and incremental:
-            evaluations = [freshness_evaluation(result, self.deadletter, day, target)]
-        else:
-            held = self.rows
-            per_table = {**(result.stored if incremental else held), DEADLETTER_TABLE: sum(result.deadletter.values())}
-            counts = {"records_read": result.records_of_day, "rows_stored": result.records_of_day,
-                      **({"rows_staged": 0} if incremental else {}),
-                      "per_table": {name: rows for name, rows in per_table.items()}}
-            landing = SimpleNamespace(layout="day", root=str(self.landing))
-            evaluations = list(deadletter_checks(result, True, counts, landing, day, self.deadletter, target))
+        held = self.rows
+        per_table = {**(result.stored if incremental else held), DEADLETTER_TABLE: sum(result.deadletter.values())}
+        counts = {"records_read": result.records_of_day, "rows_stored": result.records_of_day,
+                  **({"rows_staged": 0} if incremental else {}),
+                  "per_table": {name: rows for name, rows in per_table.items()}}
+        landing = SimpleNamespace(layout="day", root=str(self.landing))
+        evaluations = list(deadletter_checks(result, True, counts, landing, day, self.deadletter, target))
         tail = []
         for i, evaluation in enumerate(evaluations):
-            tail += [self._output(run_id, t + 0.3 + i * 0.01, f"deadletter_{evaluation.check_name}", {}),
-                     self._check(run_id, t + 0.305 + i * 0.01, evaluation)]
+            # a single day's full run yields its checks (an output each); an increment logs them
+            tail += [] if incremental and design == "few" else [
+                self._output(run_id, t + 0.3 + i * 0.01, f"deadletter_{evaluation.check_name}", {})]
+            tail += [self._check(run_id, t + 0.305 + i * 0.01, evaluation)]
         tail += [ev(run_id, t + 1, E.STEP_SUCCESS, StepSuccessData(duration_ms=(t + 1 - start - 2.5) * 1000),
                     f'Finished execution of step "{STEP}" in {int((t + 1 - start - 2.5) * 1000)}ms.'),
                  ev(run_id, t + 1.1, E.ENGINE_EVENT, EngineEventData(metadata={
@@ -720,9 +723,14 @@ class UI:
         }
 
     def wipe(self, keys: list[list[str]]) -> None:
-        from dagster import AssetKey
+        """Dagster's status cache of the assets, and catalake's of their checks (eventlog.py)."""
+        from catalake.eventlog import CHECK_STATE_KEY
+        from dagster import AssetCheckKey, AssetKey
 
         self.instance.wipe_asset_cached_status([AssetKey(k) for k in keys])
+        self.instance.run_storage.set_cursor_values({
+            CHECK_STATE_KEY + AssetCheckKey(AssetKey(k), name).to_user_string(): ""
+            for k in keys for name in ("expectations", "conservation", "landing", "freshness")})
 
 
 def timed(measure, repeats: int, before=None) -> dict:
@@ -829,8 +837,11 @@ def asset_rows(ui: UI, name: str, repeats: int, row) -> None:
         timed(lambda: ui.query("PartitionHealthQuery", variables)[0], repeats))
     row(f"partitions {name}", "PartitionHealthQuery", "cleared",
         timed(lambda: ui.query("PartitionHealthQuery", variables)[0], repeats, lambda: ui.wipe([key])))
-    row(f"partitions {name}", f"AssetCheckPartitionHealthQuery ({check}; no cache in open-source Dagster)", "-",
+    row(f"partitions {name}", f"AssetCheckPartitionHealthQuery ({check})", "warm",
         timed(lambda: ui.query("AssetCheckPartitionHealthQuery", {**variables, "checkName": check})[0], repeats))
+    row(f"partitions {name}", f"AssetCheckPartitionHealthQuery ({check})", "cleared",
+        timed(lambda: ui.query("AssetCheckPartitionHealthQuery", {**variables, "checkName": check})[0], repeats,
+              lambda: ui.wipe([key])))
 
 
 def _seconds(call) -> float:
@@ -930,11 +941,12 @@ def fill(args, setup: SimpleNamespace, year: Year, engine, store: str) -> None:
         return
     runs, events, clock = year.runs, year.events, time.perf_counter()
     fed = tables[:args.increment_tables] if args.increment_tables else tables
-    grown_by_increments = 0  # the database's growth over each day's increments, before its nightly run
+    grown_by_day = []  # the database's growth over each day's increments, before its nightly run
     for offset in range(with_increments):
         index = plain + offset
         day = first + dt.timedelta(days=index)
         start = dt.datetime.combine(day, dt.time(), dt.timezone.utc).timestamp()
+        vacuum(engine)  # as autovacuum would have by then: the dead rows' space is reused
         before = database_bytes(engine)
         for k in range(args.increments_per_day):
             year.run(day, start + k * 86400 / args.increments_per_day,
@@ -943,7 +955,8 @@ def fill(args, setup: SimpleNamespace, year: Year, engine, store: str) -> None:
                 spent = time.perf_counter() - clock
                 say(f"increments of day {offset + 1}/{with_increments}: {k + 1}/{args.increments_per_day}, "
                     f"{year.events - events:,} events in {spent:.0f} s")
-        grown_by_increments += database_bytes(engine) - before
+        vacuum(engine)
+        grown_by_day.append(database_bytes(engine) - before)
         year.run(day, _nightly(day), year.result(day, "full", tables, index))
     spent = time.perf_counter() - clock
     with engine.begin() as conn:
@@ -955,19 +968,28 @@ def fill(args, setup: SimpleNamespace, year: Year, engine, store: str) -> None:
     with engine.connect() as conn:
         executions = int(conn.execute(text(f"SELECT coalesce(sum(pg_column_size(evaluation_event)), 0) FROM "
                                            f"asset_check_executions WHERE run_id IN {increment_runs}")).scalar())
-    per_increment = grown_by_increments // increments
+    # steady state: the last day's, its dead rows' space left by the day before reused
+    per_increment = grown_by_day[-1] // args.increments_per_day
     emit({**base, "phase": "increments", "design": args.increment_events, "days": with_increments,
           "increments_per_day": args.increments_per_day, "tables_per_increment": len(fed),
           "runs": year.runs - runs, "events": year.events - events, "seconds": round(spent, 1),
           "database_bytes": after["database_bytes"], "table_bytes": after["table_bytes"],
-          # the database's growth over the increments (not their day's nightly run), per increment
-          "bytes_per_increment": per_increment,
+          # the database's growth over each day's increments (not their day's nightly run), vacuumed
+          "bytes_grown_by_day": grown_by_day, "bytes_per_increment": per_increment,
           # what the increments' events hold: event_logs.event and asset_check_executions.evaluation_event
           # as stored (pg_column_size: compressed), indexes and the runs' rows left out
           "event_bytes_per_increment": (sum(v["bytes"] for v in by_type.values()) + executions) // increments,
           # a day of increments every 30 s (the landing sensor's), and its nightly run (the fill's bytes_per_day)
           "bytes_per_day_at_2880": per_increment * 2880 + grown // max(plain, 1),
           "increment_event_bytes_by_type": by_type, "increment_execution_bytes": executions})
+
+
+def vacuum(engine) -> None:
+    """A plain VACUUM (not FULL: the files keep their size, their dead rows' space is free for new rows)."""
+    from sqlalchemy import text
+
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM"))
 
 
 def database_bytes(engine) -> int:

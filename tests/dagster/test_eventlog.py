@@ -4,9 +4,9 @@ records, partitions, check executions, event order), in a real SQLite instance."
 
 from dagster import AssetCheckKey, AssetKey, DagsterEventType
 
-from catalake.eventlog import BatchingSqliteEventLogStorage
+from catalake.eventlog import CHECK_STATE_KEY, BatchingSqliteEventLogStorage, loaded_check_state
 from catalake.instance import DEFAULT_CONFIG, ensure_config
-from support.eventlog_step import DAY, TABLES, _run, _stored
+from support.eventlog_step import DAY, PARTITIONS, TABLES, _run, _stored
 
 
 def test_a_new_dagster_home_gets_the_batching_storage_and_a_users_own_config_is_kept(tmp_path):
@@ -67,3 +67,54 @@ def test_a_batch_that_fails_is_stored_one_by_one_and_says_so(tmp_path, monkeypat
                for r in caplog.records)
     tables, partitions, _ = _stored(instance, run_id)
     assert partitions == {DAY} and len(tables) == TABLES
+
+
+def _statuses(state) -> dict:
+    return {status.value: sorted(subset.subset_value.get_partition_keys()) for status, subset in state.subsets.items()
+            if not subset.is_empty}
+
+
+def test_a_partitioned_checks_statuses_are_kept_and_read_on_from_there_as_dagster_builds_them(tmp_path):
+    """The asset catalog reads each partitioned check's per-partition statuses; catalake keeps
+    them in the instance (open-source Dagster rebuilds them from every execution, each time):
+    what is read from the kept state on is what Dagster builds from nothing, before and after
+    new executions, and nothing newer than the settled mark is kept."""
+    from dagster._core.storage.asset_check_state import AssetCheckState, bulk_update_asset_check_state
+
+    ensure_config(str(tmp_path))
+    for day in ("2026-01-02", "2026-01-03", "2026-01-04"):
+        instance, _ = _run(tmp_path, batched=True, day=day)
+    storage = instance.event_log_storage
+    failing, passing = AssetCheckKey(AssetKey("t3"), "expectations"), AssetCheckKey(AssetKey("t4"), "expectations")
+    keys = [(failing, PARTITIONS), (passing, PARTITIONS)]
+
+    def from_nothing():
+        return bulk_update_asset_check_state(instance, keys, {key: AssetCheckState.empty() for key, _ in keys})
+
+    def kept(key):
+        raw = instance.run_storage.get_cursor_values({CHECK_STATE_KEY + key.to_user_string()}).get(
+            CHECK_STATE_KEY + key.to_user_string())
+        return loaded_check_state(raw) if raw else None
+
+    # every event seconds old: none settled, nothing kept, the statuses still right
+    states = storage.get_asset_check_state(keys)
+    assert kept(failing) is None
+    assert _statuses(states[failing]) == {"FAILED": ["2026-01-02", "2026-01-03", "2026-01-04"]}
+    assert _statuses(states[passing]) == {"SUCCEEDED": ["2026-01-02", "2026-01-03", "2026-01-04"]}
+
+    storage.settled_seconds = 0.0  # as an hour later
+    states = storage.get_asset_check_state(keys)
+    assert {key: _statuses(s) for key, s in states.items()} == {key: _statuses(s) for key, s in from_nothing().items()}
+    assert _statuses(kept(failing)) == _statuses(states[failing])
+    assert kept(failing).latest_storage_id == states[failing].latest_storage_id > 0
+
+    # a new day: read on from the kept state, it equals Dagster's own build from nothing
+    instance, _ = _run(tmp_path, batched=True, day="2026-01-05")
+    storage = instance.event_log_storage
+    storage.settled_seconds = 0.0
+    assert kept(passing).latest_storage_id < max(e.storage_id for e in instance.fetch_materializations(
+        AssetKey("t4"), limit=10).records)
+    states = storage.get_asset_check_state(keys)
+    assert _statuses(states[passing]) == {"SUCCEEDED": ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]}
+    assert {key: _statuses(s) for key, s in states.items()} == {key: _statuses(s) for key, s in from_nothing().items()}
+    assert _statuses(kept(passing)) == _statuses(states[passing])

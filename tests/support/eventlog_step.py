@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from contextlib import nullcontext
 
 from dagster import (AssetCheckEvaluation, AssetCheckKey, AssetCheckSpec, AssetKey, AssetMaterialization, AssetSpec,
                      DagsterEventType, DagsterInstance, DailyPartitionsDefinition, MaterializeResult, materialize,
                      multi_asset)
 
+from catalake.defs.quality.checks import run_targets
 from catalake.eventlog import event_batch
 
 TABLES = 16  # many tables in one step (what the batching is for); more only makes the one-by-one runs slower
@@ -25,30 +27,30 @@ def _step(batched: bool):
     @multi_asset(name="step", specs=[*(AssetSpec(f"t{i}", skippable=True) for i in range(TABLES)), AssetSpec("dl")],
                  partitions_def=PARTITIONS, can_subset=True, check_specs=checks)
     def step(context):
-        batch = event_batch(context.instance) if batched else None
-        if batch:
-            batch.__enter__()
-        for i in range(TABLES):
-            context.log_event(AssetMaterialization(asset_key=f"t{i}", partition=context.partition_key,
-                                                   metadata={"rows": i}))
-            if i == TABLES // 2:
-                context.log.info("half way")  # another kind of event: what is held is stored first
-        for i in range(TABLES):
-            context.log_event(AssetCheckEvaluation(asset_key=AssetKey(f"t{i}"), check_name="expectations",
-                                                   passed=i % 3 != 0, partition=context.partition_key,
-                                                   metadata={"rows": i}))
-        if batch:
-            batch.__exit__(None, None, None)
+        # as report_days: the materializations in a batch, then the checks tied to them in another
+        with event_batch(context.instance) if batched else nullcontext():
+            for i in range(TABLES):
+                context.log_event(AssetMaterialization(asset_key=f"t{i}", partition=context.partition_key,
+                                                       metadata={"rows": i}))
+                if i == TABLES // 2:
+                    context.log.info("half way")  # another kind of event: what is held is stored first
+        targets = run_targets(context.instance, context.run_id)
+        with event_batch(context.instance) if batched else nullcontext():
+            for i in range(TABLES):
+                context.log_event(AssetCheckEvaluation(
+                    asset_key=AssetKey(f"t{i}"), check_name="expectations", passed=i % 3 != 0,
+                    partition=context.partition_key, metadata={"rows": i},
+                    target_materialization_data=targets[(AssetKey(f"t{i}"), context.partition_key)]))
         yield MaterializeResult(asset_key="dl")
 
     return step
 
 
-def _run(home, batched: bool):
+def _run(home, batched: bool, day: str = DAY):
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         instance = DagsterInstance.get()
-        result = materialize([_step(batched)], selection=["dl"], partition_key=DAY, instance=instance)
+        result = materialize([_step(batched)], selection=["dl"], partition_key=day, instance=instance)
         assert result.success
         return instance, result.run_id
     finally:

@@ -50,19 +50,15 @@ def code_version(*modules: str) -> str:
 
 def days_materialized(context, key, by_day: dict[str, dict], summary: dict):
     """The output of a step that materializes `key` for one day or a backfill's range of days,
-    each day with its own metadata (`by_day`: partition -> metadata). One day: its metadata is
-    the output's. A range: Dagster gives every partition of the range the output's metadata, so
-    the output says what the range did (`summary`), and each day's own materialization is logged
-    after it, the partition's latest."""
-    from dagster import AssetMaterialization, MaterializeResult
+    each day's materialization with its own metadata (`by_day`: partition -> metadata), and the
+    step's output with none: metadata given to the output is stored twice, on the step's output
+    event and on the materialization (an increment's `deadletter` every 30 s), and a range's
+    would go to every day of it. What a range did in all (`summary`) goes to the run's log."""
+    from dagster import MaterializeResult
 
-    if len(by_day) == 1:
-        (metadata,) = by_day.values()
-        yield MaterializeResult(asset_key=key, metadata=metadata)
-        return
-    yield MaterializeResult(asset_key=key, metadata={"days": len(by_day), **summary})
-    from catalake.eventlog import event_batch
-
-    with event_batch(context.instance):
-        for day, metadata in by_day.items():
-            context.log_event(AssetMaterialization(asset_key=key, partition=day, metadata=metadata))
+    if len(by_day) > 1:
+        context.log.info(f"{key.to_user_string()}: {len(by_day)} days: {summary}")
+    for day, metadata in by_day.items():
+        # partition-scoped: only that day's materialization carries it (not the step's output)
+        context.add_asset_metadata(metadata, asset_key=key, partition_key=day)
+    yield MaterializeResult(asset_key=key)

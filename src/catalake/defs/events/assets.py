@@ -255,18 +255,32 @@ def selected_tables(selected, tables, key_of, deadletter_key: AssetKey) -> set[s
 def deadletter_materialization(result, store, tables, compact_files: int, key: AssetKey) -> AssetMaterialization:
     """The day's `deadletter` partition, with what the run read, where every record went, the
     engine that ran it, and the tables whose partition now holds more than `compact_files` files
-    (`compaction_due`: the compaction sensor requests `maintenance_job` for the day)."""
+    (`compaction_due`, the first SHOWN_TABLES of them: the compaction sensor requests
+    `maintenance_job` for the day, which finds them all). An increment's is a summary of a few KB
+    whatever the tables it fed (2,880 a day): the tables it gave the most rows and its dead
+    letters once, in `result`, and its lags in brief (its `freshness` check lists the most lagging tables)."""
     from catalake.platform.warehouse.deadletters import DEADLETTER_TABLE
 
+    incremental = result.kind == "incremental"
     sql_of = {t.message.xid: t.message.table_name for t in tables}
     due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
     fed = sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])
-    if result.kind == "incremental":  # one event an increment, whatever the tables: the most rows added
-        fed = sorted(result.tables.items(), key=lambda kv: -kv[1])[:SHOWN_TABLES]
     run = result.as_json()
-    if result.kind == "incremental":  # `catalake run` prints these: all tables counted, the first listed
+    if incremental:  # `catalake run` prints these: all tables counted, those given the most rows listed
+        fed = sorted(result.tables.items(), key=lambda kv: -kv[1])[:SHOWN_TABLES]
         run.update(tables=dict(fed), tables_fed=sum(1 for n in result.tables.values() if n),
                    rows_to_tables=sum(result.tables.values()))
+    listings = {} if incremental else {  # an increment's are in `result` (tables, deadletter)
+        "by_reason": MetadataValue.json(result.deadletter),
+        "per_table": MetadataValue.md(markdown_table(
+            ["table", "message", "rows"],
+            [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in fed]
+            + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())])),
+    }
+    skipped = [f"- `{p}` (a symbolic link)" for p in result.skipped] + [f"- `{p}` (not a landed file)" for p in result.ignored]
+    location = table_location(store, DEADLETTER_TABLE)
+    if incremental:
+        del location["path"]  # the same as dagster/uri
     return AssetMaterialization(
         asset_key=key,
         partition=result.partition,
@@ -275,27 +289,22 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
             "records_read": result.records,
             "run_kind": result.kind,
             **result.engine.metadata(),
-            "compaction_due": MetadataValue.json(due),
+            "compaction_due": MetadataValue.json(due[:SHOWN_TABLES]),
+            **({"tables_due_compaction": len(due)} if due else {}),
             **({"fallback": result.fallback} if result.fallback else {}),
             **({"records_read_day": result.records_of_day, "files_read": result.read.get("files", 0),
-                "bytes_read": result.read.get("bytes", 0)} if result.kind == "incremental" or result.fallback else {}),
+                "bytes_read": result.read.get("bytes", 0)} if incremental or result.fallback else {}),
             **({"rows_added": sum(result.deadletter.values()), "tables_fed": run["tables_fed"],
-                "rows_added_to_tables": run["rows_to_tables"]} if result.kind == "incremental" else {}),
-            **freshness_metadata(result),
-            "by_reason": MetadataValue.json(result.deadletter),
-            "per_table": MetadataValue.md(markdown_table(
-                ["table", "message", "rows"],
-                [[sql_of[x], x.rsplit("/", 1)[-1], n] for x, n in fed]
-                + [[DEADLETTER_TABLE, r, n] for r, n in sorted(result.deadletter.items())],
-            )),
+                "rows_added_to_tables": run["rows_to_tables"]} if incremental else {}),
+            **freshness_metadata(result, listed=not incremental),  # the `freshness` check lists them
+            **listings,
             "result": MetadataValue.json(run),
             "seconds": MetadataValue.json(result.seconds),
             "landing": result.landing,
             "landing_files": len(result.files),
-            "skipped_landing_paths": MetadataValue.md("\n".join(
-                [f"- `{p}` (a symbolic link)" for p in result.skipped]
-                + [f"- `{p}` (not a landed file)" for p in result.ignored]) or "none"),
-            **table_location(store, DEADLETTER_TABLE),
+            **({"skipped_landing_paths": MetadataValue.md("\n".join(skipped) or "none")}
+               if skipped or not incremental else {}),
+            **location,
         },
     )
 

@@ -64,22 +64,24 @@ def freshness_evaluation(result, key: AssetKey, day: dt.date, target=None) -> As
     )
 
 
-def freshness_metadata(result) -> dict:
+def freshness_metadata(result, listed: bool = True) -> dict:
     """The run's freshness in brief: the largest lag, the tables committed and staged, the
-    stale ones, and the most lagging tables."""
+    stale ones, and (`listed`) the most lagging tables."""
     from catalake.platform.warehouse.queries import analyst_name
 
     if not result.freshness:
         return {}
-    worst = sorted(result.freshness.items(), key=lambda kv: -max(kv[1].lag, kv[1].committed_lag or 0.0))
-    return {
+    brief = {
         "max_lag_seconds": max(max(f.lag, f.committed_lag or 0.0) for f in result.freshness.values()),
         "tables_committed": sum(1 for f in result.freshness.values() if f.due),
         "tables_staged": len(result.staged),
         "rows_staged": sum(result.staged.values()),
         "stale_tables": sum(1 for f in result.freshness.values() if not f.fresh),
-        "lag_by_table": MetadataValue.md(markdown_table(
-            ["table", "lag s", "committed lag s", "target s", "staged rows", "committed"],
-            [[analyst_name(name), f.lag, "" if f.committed_lag is None else f.committed_lag, f.target, f.staged_rows,
-              f.due or "staged"] for name, f in worst[:SHOWN]])),
     }
+    if not listed:
+        return brief
+    worst = sorted(result.freshness.items(), key=lambda kv: -max(kv[1].lag, kv[1].committed_lag or 0.0))
+    return {**brief, "lag_by_table": MetadataValue.md(markdown_table(
+        ["table", "lag s", "committed lag s", "target s", "staged rows", "committed"],
+        [[analyst_name(name), f.lag, "" if f.committed_lag is None else f.committed_lag, f.target, f.staged_rows,
+          f.due or "staged"] for name, f in worst[:SHOWN]]))}

@@ -1,6 +1,7 @@
 """Expectation suites as Dagster asset checks: the adapter from GX 1.x validation results to
 `AssetCheckResult` (dagster-ge only supports GX before 1.0)."""
 
+import datetime as dt
 import warnings
 
 from dagster import (AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey,
@@ -81,17 +82,33 @@ def check_targets(instance, run_id: str | None, partition: str, keys: list[Asset
 
 def run_targets(instance, run_id: str) -> dict:
     """The materializations run `run_id` stored, by (asset key, partition): what each check
-    evaluation the run logs is tied to (one query, whatever the tables and days of the run)."""
-    from dagster import DagsterEventType
+    evaluation the run logs is tied to (one query, whatever the tables and days of the run).
+    Their storage ids are the asset index's, which Dagster compares with an asset's latest
+    materialization to call a check current: on SQLite a run's own database numbers its events
+    apart (`get_records_for_run`), and a check tied to those ids was never current there."""
+    from dagster import AssetKey, DagsterEventType
     from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData as Target
 
-    targets = {}
-    for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records:
-        event = record.event_log_entry
-        materialization = event.dagster_event.step_materialization_data.materialization
-        targets[(materialization.asset_key, materialization.partition)] = Target(
-            storage_id=record.storage_id, run_id=run_id, timestamp=event.timestamp)
-    return targets
+    storage = instance.event_log_storage
+    if not hasattr(storage, "index_connection"):  # not a SQL storage: its one numbering
+        targets = {}
+        for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records:
+            event = record.event_log_entry
+            materialization = event.dagster_event.step_materialization_data.materialization
+            targets[(materialization.asset_key, materialization.partition)] = Target(
+                storage_id=record.storage_id, run_id=run_id, timestamp=event.timestamp)
+        return targets
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as events
+    from dagster._core.storage.sqlalchemy_compat import db_select
+
+    query = db_select([events.c.id, events.c.asset_key, events.c.partition, events.c.timestamp]).where(
+        (events.c.run_id == run_id) & (events.c.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION.value))
+    with storage.index_connection() as conn:
+        rows = conn.execute(query).fetchall()
+    # the column holds the time as naive UTC
+    return {(AssetKey.from_db_string(key), partition): Target(
+        storage_id=id_, run_id=run_id, timestamp=at.replace(tzinfo=dt.timezone.utc).timestamp())
+        for id_, key, partition, at in rows}
 
 
 def check_result(key: AssetKey, outcome) -> AssetCheckResult:
