@@ -49,10 +49,12 @@ from workload import DAY, event, fresh_catalog
 CALIBRATION_INTERVAL = 10  # the calibration tables' delta.checkpointInterval: two cycles in 21 increments
 DAGSTER_SECONDS_PER_EVENT = 0.00095  # benchmarks/RESULTS.md: 1.87-2.02 ms a table for a materialization and a check
 # issue 73 (benchmarks/increment_events.py, 100 and 1,000 definitions): an increment's run stores 22
-# events, 44 KB, whatever the tables it commits; at most 20 observations (late tables) and 20
-# failed checks more. A full run: a materialization and a check per table, 6.3 KB a table.
-INCREMENT_EVENTS, INCREMENT_EVENT_BYTES = 22, 44_000
-FULL_RUN_EVENT_BYTES_PER_TABLE = 12_600
+# events whatever the tables it commits; at most 20 observations (late tables) and 20 failed checks
+# more. What they grow PostgreSQL by (benchmarks/dagster_year.py at 5,000 definitions, vacuumed, the
+# second day of increments): 43.6 KB an increment; a full run's materialization and check per
+# table 9.7 KB a table (before issue 73: 12.6 KB a table of serialized events for every commit).
+INCREMENT_EVENTS, INCREMENT_DATABASE_BYTES = 22, 43_600
+FULL_RUN_DATABASE_BYTES_PER_TABLE, EVENT_BYTES_PER_COMMIT_BEFORE_73 = 9_650, 12_600
 # Amazon S3 Standard request prices (us-east-1, per 1,000 requests): writes and listings, reads.
 # DELETE is free.
 PRICE_PER_1000 = {"PUT": 0.005, "POST": 0.005, "LIST": 0.005, "GET": 0.0004, "HEAD": 0.0004, "DELETE": 0.0}
@@ -238,9 +240,9 @@ def model(s: Scenario, c: Costs) -> dict:
             "request_price_usd": round(sum(n * PRICE_PER_1000.get(m, 0.0004) / 1000 for m, n in day_requests.items()), 2),
             "dagster_events": round((commits * 2 if s.before_issue_73 else INCREMENT_EVENTS * s.increments_per_day)
                                     + full_fed * 2),
-            "dagster_event_mb": round(((commits * FULL_RUN_EVENT_BYTES_PER_TABLE if s.before_issue_73
-                                        else INCREMENT_EVENT_BYTES * s.increments_per_day)
-                                       + full_fed * FULL_RUN_EVENT_BYTES_PER_TABLE) / 1e6),
+            "dagster_database_mb": round(((commits * EVENT_BYTES_PER_COMMIT_BEFORE_73 if s.before_issue_73
+                                           else INCREMENT_DATABASE_BYTES * s.increments_per_day)
+                                          + full_fed * FULL_RUN_DATABASE_BYTES_PER_TABLE) / 1e6),
         },
     }
 

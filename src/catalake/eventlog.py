@@ -172,12 +172,11 @@ class CheckStateCheckpoints:
         """The newest event id at least `settled_seconds` old (0: none)."""
         import datetime as dt
 
-        from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
-        from dagster._core.storage.sqlalchemy_compat import db_select
+        from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as table
+        from sqlalchemy import select
 
-        table = SqlEventLogStorageTable
         before = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(seconds=self.settled_seconds)
-        query = db_select([table.c.id]).where(table.c.timestamp < before).order_by(table.c.id.desc()).limit(1)
+        query = select(table.c.id).where(table.c.timestamp < before).order_by(table.c.id.desc()).limit(1)
         with self.index_connection() as conn:
             found = conn.execute(query).scalar()
         return int(found or 0)
@@ -189,7 +188,7 @@ def dumped_check_state(state, latest_storage_id: int) -> str:
     its own."""
     import json
 
-    from dagster._serdes import serialize_value
+    from dagster import serialize_value
 
     return json.dumps({"latest_storage_id": latest_storage_id,
                        "subsets": {status.value: serialize_value(subset) for status, subset in state.subsets.items()},
@@ -202,7 +201,7 @@ def loaded_check_state(raw: str):
     from dagster._core.asset_graph_view.serializable_entity_subset import SerializableEntitySubset
     from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionResolvedStatus
     from dagster._core.storage.asset_check_state import AssetCheckState
-    from dagster._serdes import deserialize_value
+    from dagster import deserialize_value
 
     kept = json.loads(raw)
     return AssetCheckState(

@@ -1,7 +1,7 @@
 """Each table's freshness as Dagster users see it (issue 65; runs/cadence.py): the increment's
 `freshness` check on `deadletter`, which fails naming every table whose lag passed its target,
-staged ones included, with the lag of the most lagging tables (`lag_by_table`, also in the
-increment's `deadletter` materialization), and an observation of each table past its target
+staged ones included, with the lag of the most lagging tables (`lag_by_table`; the increment's
+`deadletter` materialization says the same in brief), and an observation of each table past its target
 (the stalest 20 an increment: `lag_seconds`, `committed_lag_seconds`, `target_seconds`), on the
 table's own asset page (issue 73: not a materialization per table and increment).
 

@@ -99,9 +99,9 @@ def run_targets(instance, run_id: str) -> dict:
                 storage_id=record.storage_id, run_id=run_id, timestamp=event.timestamp)
         return targets
     from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as events
-    from dagster._core.storage.sqlalchemy_compat import db_select
+    from sqlalchemy import select
 
-    query = db_select([events.c.id, events.c.asset_key, events.c.partition, events.c.timestamp]).where(
+    query = select(events.c.id, events.c.asset_key, events.c.partition, events.c.timestamp).where(
         (events.c.run_id == run_id) & (events.c.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION.value))
     with storage.index_connection() as conn:
         rows = conn.execute(query).fetchall()
