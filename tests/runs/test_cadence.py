@@ -309,8 +309,10 @@ print("done")
 @pytest.mark.repeated
 def test_increments_killed_at_random_moments_commit_each_row_once_and_leave_nothing_staged(tmp_path, demo, records):
     """Cadenced increments, each a process killed after a random delay (or not), 20 s apart in the
-    given clock, new lines landing before each; then one increment that commits what is staged:
-    the tables of one full run, each file committed once, nothing staged or orphaned."""
+    given clock, new lines landing before each; then one increment that commits what is staged
+    (after one that finishes the last, should it have been stopped: an increment that finds a
+    stopped one reads its pieces only, what landed since is the next one's): the tables of one
+    full run, each file committed once, nothing staged or orphaned."""
     landing = tmp_path / "landing" / DAY.isoformat()
     land(landing, "a.jsonl", records[:5], T0 - 600)
     store = store_for(tmp_path / "warehouse", demo)
@@ -336,6 +338,8 @@ def test_increments_killed_at_random_moments_commit_each_row_once_and_leave_noth
             process.communicate(timeout=300)
         step += 1
         assert step < 40, f"only {killed} of {step} runs were killed"
+    if not ledger.load(store.location, DAY)["increments"][-1]["done"]:
+        run(store, demo, tmp_path / "landing", T0 + 20 * step + 60, Cadence(stage=False))
     final = run(store, demo, tmp_path / "landing", T0 + 20 * step + 120, Cadence(stage=False))
     assert final.staged == {} and staged_files(store) == []
     assert day_rows(store, demo) == full_run_rows(tmp_path, demo, tmp_path / "landing")
