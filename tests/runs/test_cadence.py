@@ -306,6 +306,45 @@ print("done")
 """
 
 
+STOPPED_AFTER_ITS_ENTRY = """
+import datetime as dt, os, sys
+from catalake.platform.catalog import load_catalog
+from catalake.platform.runs import increment
+from catalake.platform.runs.cadence import Cadence
+from catalake.platform.warehouse.message_tables import message_tables
+from catalake.platform.warehouse.store import DeltaStore
+increment._run_increment = lambda *args, **kwargs: os._exit(137)  # killed once its entry is saved
+tables, _ = message_tables(load_catalog([sys.argv[1]]), [sys.argv[1]])
+store = DeltaStore(lambda: None, sys.argv[2], "delta-rs", master="local[2]")
+increment.classify_increment(lambda: None, store, tables, sys.argv[3], dt.date(2026, 11, 21), local_bytes=1 << 30,
+                             cadence=Cadence(stage=False), clock=lambda: float(sys.argv[4]))
+"""
+
+
+def test_finishing_a_stopped_increment_makes_the_day_due_for_what_landed_after_it(tmp_path, demo, records):
+    """An increment that finds one stopped reads that one's pieces only (its commits carry its
+    number); a file that landed after it planned is read by the next increment, and the day is
+    due at once so that the landing sensor asks for it (it already saw that landing change)."""
+    landing = tmp_path / "landing" / DAY.isoformat()
+    land(landing, "a.jsonl", records[:10], T0 - 600)
+    store = store_for(tmp_path / "warehouse", demo)
+    run(store, demo, tmp_path / "landing", T0 - 590, Cadence(stage=False))
+    land(landing, "b.jsonl", records[10:20], T0)
+    killed = subprocess.run([sys.executable, "-c", STOPPED_AFTER_ITS_ENTRY, str(DEMO_CATALOG), str(tmp_path / "warehouse"),
+                             str(tmp_path / "landing"), str(T0 + 1)], cwd=REPO)
+    assert killed.returncode == 137
+    assert [i["done"] for i in ledger.load(store.location, DAY)["increments"]] == [True, False]
+    land(landing, "c.jsonl", records[20:40], T0 + 20)
+
+    finishing = run(store, demo, tmp_path / "landing", T0 + 21, Cadence(stage=False))
+    assert finishing.read["files"] == 1 and finishing.records == 10  # b.jsonl, the stopped one's
+    assert ledger.next_due(store.location, DAY) == T0 + 21  # due now: c.jsonl waits unread
+    after = run(store, demo, tmp_path / "landing", T0 + 22, Cadence(stage=False))
+    assert after.read["files"] == 1 and after.records == 20
+    assert day_rows(store, demo) == full_run_rows(tmp_path, demo, tmp_path / "landing")
+    assert ledger.next_due(store.location, DAY) is None  # nothing staged, nothing unread
+
+
 @pytest.mark.repeated
 def test_increments_killed_at_random_moments_commit_each_row_once_and_leave_nothing_staged(tmp_path, demo, records):
     """Cadenced increments, each a process killed after a random delay (or not), 20 s apart in the

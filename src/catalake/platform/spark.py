@@ -66,6 +66,7 @@ def build_session(master: str = SPARK_MASTER, app_name: str = "catalake", conf: 
         # more wall time than at 2g.
         conf.setdefault("spark.driver.memory", "1g")
         conf.setdefault("spark.sql.execution.arrow.pyspark.enabled", "true")
+        conf.setdefault("spark.python.daemon.module", "catalake.platform.worker_daemon")
         if delta_jars_on_classpath(conf.get("spark.jars", "")):
             conf.setdefault("spark.sql.extensions", DELTA_EXTENSION)
             conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)

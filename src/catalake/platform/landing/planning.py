@@ -202,21 +202,6 @@ def pack(pieces: list[tuple[int, Piece]], count: int, arrived: dict[str, int] | 
             for run in contiguous_runs([size for size, _ in ordered], count)]
 
 
-def pack_by_size(pieces: list[tuple[int, Piece]], count: int) -> list[list[Piece]]:
-    """(size, piece)s into at most `count` tasks of even size: largest first, into the lightest;
-    each task's pieces in path order. An increment's tasks: its pieces are what landed since the
-    last one, a stretch of the day already. (With tasks of consecutive pieces, the test of
-    increments killed at random moments lost the rows of later increments in about one run of
-    four, where this packing passed every run: RESULTS session 28; the cause is not found yet.)"""
-    tasks: list[list[Piece]] = [[] for _ in range(max(count, 1))]
-    loads = [0] * len(tasks)
-    for size, piece in sorted(pieces, key=lambda p: -p[0]):
-        i = loads.index(min(loads))
-        tasks[i].append(piece)
-        loads[i] += size
-    return [sorted(t, key=lambda p: (p.path, p.start)) for t in tasks if t]
-
-
 def contiguous_runs(sizes: Sequence[int], count: int) -> list[range]:
     """`sizes` (their indices) cut into min(count, len(sizes)) runs of consecutive indices, none
     empty: the largest sum of a run is the least any such cut allows (the linear partition), and

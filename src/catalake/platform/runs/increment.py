@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from ..defaults import LAYOUT
 from ..landing.listing import DayListing, check_root, list_day
-from ..landing.planning import Piece, pack_by_size
+from ..landing.planning import Piece, arrivals, pack
 from ..uris import Location
 from ..warehouse.appends import Tip, schema_key
 from ..warehouse.deadletters import DEADLETTER_TABLE, SCHEMA as DEADLETTER_SCHEMA
@@ -82,8 +82,10 @@ def classify_increment(
     seconds = {"listing": time.perf_counter() - started}
     result = _increment_result(day, listing, pieces)
     if entry is not None:
-        _run_increment(spark, store, tables, plan, pieces, day_ledger, entry, local_bytes, result, seconds,
-                       _Timing(cadence, clock, started), progress)
+        _run_increment(spark, store, tables, plan, pieces, arrivals(listing.files), day_ledger, entry, local_bytes,
+                       result, seconds, _Timing(cadence, clock, started), progress)
+        if pending is not None:
+            _due_for_what_landed_since(store, landing, day, day_ledger, listing, clock, progress)
     else:
         progress(f"{day}: nothing new since the last run" + (f"; {len(waiting)} table(s) staged, none due"
                                                             if waiting else ""))
@@ -105,6 +107,20 @@ def _to_read(landing: Location, day_ledger: dict | None,
     if day_ledger is not None and pending is None:
         pieces, reads, why = ledger.plan(landing, day_ledger, listing.files)
     return pending, pieces, reads, why
+
+
+def _due_for_what_landed_since(store: DeltaStore, landing: Location, day: dt.date, day_ledger: dict,
+                               listing: DayListing, clock, progress) -> None:
+    """After a stopped increment was finished (its pieces only): when files landed after it
+    planned, the day is due now, so that the landing sensor asks for the increment that reads
+    them at its next look (a changed landing is what it asks for otherwise, and that one has
+    been seen)."""
+    more, _, why = ledger.plan(landing, day_ledger, listing.files)
+    if more or why:
+        day_ledger["next_due"] = clock()
+        ledger.save(store.location, day, day_ledger)
+        progress(f"{day}: {len({p.path for p in more}) if more else 'some'} file(s) landed after the "
+                 "stopped increment: the next increment reads them (due now)")
 
 
 def _entry(store: DeltaStore, plan: Plan, day_ledger: dict, pending: dict | None, pieces: list[Piece], reads: dict,
@@ -161,7 +177,7 @@ def _increment_result(day: dt.date, listing: DayListing, pieces: list[Piece]) ->
 
 
 def _run_increment(spark, store: DeltaStore, tables: Sequence[MessageTable], plan: Plan, pieces: list[Piece],
-                   day_ledger: dict, entry: dict, local_bytes: int, result: PartitionResult,
+                   arrived: dict[str, int], day_ledger: dict, entry: dict, local_bytes: int, result: PartitionResult,
                    seconds: dict[str, float], timing: _Timing, progress) -> None:
     """The pieces classified (one Spark job, or local processes for a small increment), the
     tables due committed and the others' files staged (_commit_due), then the ledger's entry
@@ -169,8 +185,9 @@ def _run_increment(spark, store: DeltaStore, tables: Sequence[MessageTable], pla
     day = plan.day
     size = result.read["bytes"]
     result.engine, session = engine_for(size, local_bytes, spark)
-    tasks = pack_by_size([(p.length, p) for p in pieces],
-                 parallelism(session) if session is not None else (os.cpu_count() or 2))
+    # tasks of consecutive pieces in arrival order: each table's file of a task holds a stretch of the increment
+    tasks = pack([(p.length, p) for p in pieces], parallelism(session) if session is not None else (os.cpu_count() or 2),
+                 arrived)
     progress(f"{day}: increment {entry['n']}: {result.read['files']} file(s), {size} new byte(s) in {len(tasks)} "
              f"task(s) on {result.engine.describe()}")
     with day_run(store, plan, tables, replace=False, sweep=session is not None, progress=progress) as sweep:
