@@ -3,8 +3,8 @@
 PySpark's worker, pandas, pyarrow and catalake's classifier already loaded, imported once in the
 daemon instead of once per worker on the first task of a run."""
 
-import pyspark.sql.pandas.serializers  # noqa: F401 - what a mapInArrow worker imports first
-import pyspark.worker  # noqa: F401
+import pyspark.sql.pandas.serializers  # what a mapInArrow worker imports first
+import pyspark.worker
 
 import catalake.platform.runs.classifier  # noqa: F401 - a partition run's tasks
 
