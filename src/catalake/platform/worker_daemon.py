@@ -4,7 +4,7 @@ PySpark's worker, pandas, pyarrow and catalake's classifier already loaded, impo
 daemon instead of once per worker on the first task of a run."""
 
 import pyspark.sql.pandas.serializers  # what a mapInArrow worker imports first
-import pyspark.worker
+import pyspark.worker  # noqa: F401 - the worker module the daemon forks into
 
 import catalake.platform.runs.classifier  # noqa: F401 - a partition run's tasks
 
