@@ -14,7 +14,7 @@ prerequisites:
 # The environment, from the project's own files: exact pins in constraints.txt.
 # The data docs' JS/CSS come from npm (exact versions in web/package-lock.json) into the package,
 # so the docs render offline (src/catalake/platform/quality/webassets.py). Then the Spark driver's
-# class archive (src/catalake/platform/class_archive.py: every local session starts 3 s sooner;
+# class archive (src/catalake/platform/spark.py, make_archive: every local session starts 3 s sooner;
 # without it, sessions start as before).
 $(BIN)/.installed: pyproject.toml constraints.txt web/package-lock.json
 	$(MAKE) prerequisites
@@ -23,7 +23,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt web/package-lock.json
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	cd web && npm ci --silent
 	$(BIN)/python -m catalake.platform.quality.webassets web/node_modules
-	$(BIN)/python -m catalake.platform.class_archive || true
+	$(BIN)/python -m catalake.platform.spark || true
 	touch $@
 
 # The offline data docs test drives Debian's chromium (headless, no network): installed here when

@@ -1,4 +1,4 @@
-"""The Spark driver's class archive (platform/class_archive.py): made in a process of its own,
+"""The Spark driver's class archive (platform/spark.py, `make_archive`): made in a process of its own,
 mapped by every later local session of the same JVM and jars, and never by a session when it is
 not whole (the JVM crashes on a truncated archive instead of refusing it)."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from catalake.platform import class_archive
+from catalake.platform import spark as sessions
 
 SESSION = """
 from catalake.platform.spark import build_session
@@ -36,7 +36,7 @@ def test_a_local_session_maps_the_archive_made_for_it_and_only_a_whole_one(tmp_p
     assert count == 10 and not any(o.startswith("-XX:SharedArchiveFile") for o in options)
     assert "-XX:TieredStopAtLevel=1" in options
 
-    path = class_archive.make_archive()
+    path = sessions.make_archive()
     assert path.parent == tmp_path and path.stat().st_size > 10 << 20
     assert int(path.with_suffix(".size").read_text()) == path.stat().st_size
     assert not list(tmp_path.glob("*.partial"))
@@ -47,14 +47,14 @@ def test_a_local_session_maps_the_archive_made_for_it_and_only_a_whole_one(tmp_p
     data = path.read_bytes()
     path.chmod(0o644)
     path.write_bytes(data[:len(data) // 2])
-    assert class_archive.java_options() is None
+    assert sessions.java_options() is None
     count, options = _session(env)
     assert count == 10 and not any(o.startswith("-XX:SharedArchiveFile") for o in options)
 
 
 def test_another_jvm_or_jar_set_has_an_archive_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("CATALAKE_CLASS_ARCHIVE_DIR", str(tmp_path))
-    plain, with_jar = class_archive.archive_path(), class_archive.archive_path("/opt/jars/delta-spark_2.13-4.0.0.jar")
+    plain, with_jar = sessions.archive_path(), sessions.archive_path("/opt/jars/delta-spark_2.13-4.0.0.jar")
     assert plain.parent == with_jar.parent == tmp_path and plain != with_jar
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
-    assert class_archive.archive_path() is None and class_archive.java_options() is None
+    assert sessions.archive_path() is None and sessions.java_options() is None
