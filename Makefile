@@ -51,8 +51,8 @@ demo: $(BIN)/.installed
 	@echo "  make dev, then http://127.0.0.1:3000"
 
 # The whole suite, in parallel (pytest-xdist, a worker per core; tests/conftest.py keeps the
-# workers apart): about 18 minutes on a 2-core machine, 20 with the install of a fresh clone
-# (benchmarks/RESULTS.md, session 25).
+# workers apart): about 10 minutes on a 2-core machine (18 before the driver's class archive;
+# benchmarks/RESULTS.md, sessions 25 and 29), plus the install of a fresh clone.
 test: $(BIN)/.installed browser lint
 	$(BIN)/python -m pytest -n auto
 
