@@ -161,9 +161,11 @@ class CheckStateCheckpoints:
                    for key, partitions in keys}
         states = bulk_update_asset_check_state(self._instance, keys, initial_states=initial)
         mark = self._settled_storage_id()
-        changed = {CHECK_STATE_KEY + key.to_user_string(): dumped_check_state(state, min(state.latest_storage_id, mark))
-                   for key, state in states.items()
-                   if min(state.latest_storage_id, mark) > initial[key].latest_storage_id}
+        changed = {}
+        for key, state in states.items():
+            settled = min(state.latest_storage_id, mark)
+            if settled > initial[key].latest_storage_id:
+                changed[CHECK_STATE_KEY + key.to_user_string()] = dumped_check_state(state, settled)
         if changed:
             self._instance.run_storage.set_cursor_values(changed)
         return states

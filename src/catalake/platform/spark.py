@@ -236,9 +236,9 @@ def make_archive(extra_jars: str = "") -> Path:
 # the job of a partition run in small: the session, a plan, the Python workers' Arrow exchange
 _SESSION = """
 import sys
-from catalake.platform.spark import build_session
 from catalake.platform.runs.tasks import warm_up
-conf = {"spark.driver.extraJavaOptions": "-XX:ArchiveClassesAtExit=" + sys.argv[1] + " -Xlog:cds=off -Xlog:cds+dynamic=off"}
+from catalake.platform.spark import QUIET, build_session
+conf = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={sys.argv[1]} {QUIET}"}
 if sys.argv[2]:
     conf["spark.jars"] = sys.argv[2]
 session = build_session("local[*]", conf=conf, class_archive=False)
@@ -259,8 +259,6 @@ def main() -> int:
         return 1
     print(f"catalake: the Spark driver's class archive: {path} ({path.stat().st_size / 2**20:.0f} MiB)")
     return 0
-
-
 
 
 if __name__ == "__main__":

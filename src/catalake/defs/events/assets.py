@@ -264,12 +264,13 @@ def deadletter_materialization(result, store, tables, compact_files: int, key: A
     incremental = result.kind == "incremental"
     sql_of = {t.message.xid: t.message.table_name for t in tables}
     due = sorted(name for name, files in result.partition_files.items() if files > compact_files)
-    fed = sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])
     run = result.as_json()
     if incremental:  # `catalake run` prints these: all tables counted, those given the most rows listed
         fed = sorted(result.tables.items(), key=lambda kv: -kv[1])[:SHOWN_TABLES]
         run.update(tables=dict(fed), tables_fed=sum(1 for n in result.tables.values() if n),
                    rows_to_tables=sum(result.tables.values()))
+    else:
+        fed = sorted(result.tables.items(), key=lambda kv: sql_of[kv[0]])
     listings = {} if incremental else {  # an increment's are in `result` (tables, deadletter)
         "by_reason": MetadataValue.json(result.deadletter),
         "per_table": MetadataValue.md(markdown_table(
